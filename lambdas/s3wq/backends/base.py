@@ -1,0 +1,68 @@
+"""The storage contract every backend implements.
+
+The queue's correctness rests on three operations being atomic in the store
+itself -- ``create``, ``replace`` and ``delete`` with an ETag -- so that of
+several racing callers exactly one wins. Everything else (``read``,
+``exists``, ``list_keys``, ``write``) needs only read-after-write
+consistency, which S3 has had since December 2020.
+
+Keys are relative to the workspace root, '/'-separated, and are built only
+by :mod:`s3wq.layout`, never from unchecked input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    body: bytes
+    etag: str
+    # Age by the store's own clock (its Last-Modified against the time of the
+    # response), rounded *down* to stay conservative: a lock must never look
+    # older than it is, or two live workers could hold it.
+    age_seconds: float
+
+
+@runtime_checkable
+class Backend(Protocol):
+    uri: str
+
+    def read(self, key: str) -> StoredObject:
+        """Return the object's body, ETag and age.
+
+        Raise ObjectNotFound if the key does not exist.
+        """
+
+    def exists(self, key: str) -> bool:
+        """Whether the key exists now."""
+
+    def create(self, key: str, body: bytes) -> str:
+        """Atomically write ``body`` only if ``key`` does not exist; return the new ETag.
+
+        Raise ObjectExists if the key is already present -- including when
+        it was created by this very call whose first response was lost, so
+        callers that need to know must compare the stored body.
+        """
+
+    def replace(self, key: str, body: bytes, etag: str) -> str:
+        """Atomically overwrite ``key`` only if its current ETag is ``etag``; return the new ETag.
+
+        Raise ObjectChanged if the ETag differs, ObjectNotFound if the key is gone.
+        """
+
+    def delete(self, key: str, etag: str | None = None) -> None:
+        """Delete ``key``; with ``etag``, atomically and only if its ETag still matches.
+
+        Raise ObjectChanged on an ETag mismatch and ObjectNotFound if a
+        conditional delete finds no object. An unconditional delete of a
+        missing key succeeds, as in S3.
+        """
+
+    def write(self, key: str, body: bytes) -> str:
+        """Unconditionally write ``key`` (readers see the old or the new body, never a mix)."""
+
+    def list_keys(self, prefix: str) -> Iterator[str]:
+        """Yield every key starting with ``prefix``, in ascending order, page by page."""

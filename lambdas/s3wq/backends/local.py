@@ -1,0 +1,161 @@
+"""A local directory as the queue's store, with the same semantics as S3.
+
+``create`` publishes a fully written temporary file with ``os.link``, which
+fails if the target exists (the O_EXCL guarantee without a half-written file
+ever being visible). ``replace`` and conditional ``delete`` compare the ETag
+and act while holding an ``flock`` on a per-key lock file, so a concurrent
+writer cannot slip in between the comparison and the action; the kernel drops
+the flock if the process dies. ETags are MD5 of the content, as S3's are for
+single-part uploads. Ages come from the file's mtime against this machine's
+clock, which is the store's clock here.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import BadKey, ObjectChanged, ObjectExists, ObjectNotFound, StorageError
+from .base import StoredObject
+
+_INTERNAL_DIR = ".s3wq-local"
+_TEMP_PREFIX = ".tmp-"
+
+
+def _etag(body: bytes) -> str:
+    return '"' + hashlib.md5(body, usedforsecurity=False).hexdigest() + '"'
+
+
+class LocalBackend:
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root).resolve()
+        self.uri = str(self.root)
+        self._locks = self.root / _INTERNAL_DIR / "locks"
+
+    def check(self) -> None:
+        if self.root.exists() and not self.root.is_dir():
+            raise StorageError(f"workspace {self.root} exists and is not a directory")
+
+    def _path(self, key: str) -> Path:
+        parts = key.split("/")
+        if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\x00" in key:
+            raise BadKey(f"unsafe key {key!r}")
+        path = (self.root / key).resolve()
+        if self.root not in path.parents:
+            raise BadKey(f"key {key!r} escapes the workspace")
+        return path
+
+    @contextmanager
+    def _key_lock(self, key: str):
+        self._locks.mkdir(parents=True, exist_ok=True)
+        name = hashlib.sha1(key.encode("utf-8")).hexdigest()
+        fd = os.open(self._locks / name, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _temp_file(self, path: Path, body: bytes) -> str:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        return tmp
+
+    def read(self, key: str) -> StoredObject:
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                body = f.read()
+                modified = os.fstat(f.fileno()).st_mtime
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(key) from exc
+        except OSError as exc:
+            raise StorageError(f"read {path} failed: {exc}") from exc
+        return StoredObject(body=body, etag=_etag(body), age_seconds=max(0.0, time.time() - modified))
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def create(self, key: str, body: bytes) -> str:
+        path = self._path(key)
+        try:
+            with self._key_lock(key):
+                tmp = self._temp_file(path, body)
+                try:
+                    os.link(tmp, path)
+                except FileExistsError as exc:
+                    raise ObjectExists(key) from exc
+                finally:
+                    os.unlink(tmp)
+        except OSError as exc:
+            raise StorageError(f"create {path} failed: {exc}") from exc
+        return _etag(body)
+
+    def _current_etag(self, key: str, path: Path) -> str:
+        try:
+            return _etag(path.read_bytes())
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(key) from exc
+
+    def replace(self, key: str, body: bytes, etag: str) -> str:
+        path = self._path(key)
+        try:
+            with self._key_lock(key):
+                if self._current_etag(key, path) != etag:
+                    raise ObjectChanged(key)
+                os.replace(self._temp_file(path, body), path)
+        except OSError as exc:
+            raise StorageError(f"replace {path} failed: {exc}") from exc
+        return _etag(body)
+
+    def write(self, key: str, body: bytes) -> str:
+        path = self._path(key)
+        try:
+            with self._key_lock(key):
+                os.replace(self._temp_file(path, body), path)
+        except OSError as exc:
+            raise StorageError(f"write {path} failed: {exc}") from exc
+        return _etag(body)
+
+    def delete(self, key: str, etag: str | None = None) -> None:
+        path = self._path(key)
+        try:
+            with self._key_lock(key):
+                if etag is not None and self._current_etag(key, path) != etag:
+                    raise ObjectChanged(key)
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    if etag is not None:
+                        raise ObjectNotFound(key) from None
+        except OSError as exc:
+            raise StorageError(f"delete {path} failed: {exc}") from exc
+
+    def list_keys(self, prefix: str) -> Iterator[str]:
+        # Walk only the deepest directory the prefix names, then filter by the
+        # rest of the prefix, as S3 filters by a key prefix.
+        directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        base = self._path(directory) if directory else self.root
+        if not base.is_dir():
+            return
+        keys = []
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = [d for d in dirnames if d != _INTERNAL_DIR]
+            rel = Path(dirpath).relative_to(self.root).as_posix()
+            for name in filenames:
+                if name.startswith(_TEMP_PREFIX):
+                    continue
+                key = name if rel == "." else f"{rel}/{name}"
+                if key.startswith(prefix):
+                    keys.append(key)
+        yield from sorted(keys)

@@ -1,0 +1,211 @@
+"""The ``s3wq`` command line: populate, status, work, requeue-failed and the local demo.
+
+Exit codes: 0 success, 1 the store or the run failed, 2 bad input (nothing changed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import asdict
+from typing import Any, Callable, Sequence
+
+from . import __version__, layout
+from .backends import S3Backend, open_backend, request_counts
+from .config import DEFAULT_GROUP_SIZE, DEFAULT_MAX_ATTEMPTS, DEFAULT_PROCESSOR, DEFAULT_TIME_LIMIT_SECONDS, WorkerSettings
+from .errors import BadInput, S3wqError
+from .index import WorkIndex
+from .processors import BUILTIN_PROCESSORS, load_processor
+from .queue import Worker, queue_status, requeue_failed
+from .sources import SourceExpander
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+WORKSPACE_HELP = "s3://bucket/prefix, or a local directory"
+
+
+def _backend(uri: str):
+    backend = open_backend(uri)
+    backend.check()
+    return backend
+
+
+def _emit(args: argparse.Namespace, doc: dict, human: Callable[[dict], str]) -> None:
+    print(json.dumps(doc, ensure_ascii=False) if args.json else human(doc))
+
+
+def _with_requests(backend, doc: dict) -> dict:
+    if isinstance(backend, S3Backend):
+        doc["s3_requests"] = request_counts(backend.s3)
+    return doc
+
+
+def cmd_populate(args: argparse.Namespace) -> int:
+    backend = _backend(args.workspace)
+    s3_client = backend.s3 if isinstance(backend, S3Backend) else None
+    expansion = SourceExpander(s3_client).expand(args.sources, strict=True)
+    if not expansion.paths:
+        raise BadInput("the sources name no paths")
+    progress = None if args.json or not sys.stderr.isatty() else (lambda msg: print(f"s3wq: {msg}", file=sys.stderr))
+    result = WorkIndex(backend).populate(expansion.paths, args.group_size, progress=progress)
+    doc = _with_requests(backend, asdict(result))
+    _emit(
+        args,
+        doc,
+        lambda d: f"added {d['added_paths']} paths in {d['added_groups']} groups "
+        f"({d['already_indexed']} already indexed); index now holds {d['paths']} paths in {d['groups']} groups",
+    )
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    doc = queue_status(_backend(args.workspace))
+    _emit(args, doc, lambda d: "  ".join(f"{k}={v}" for k, v in d.items()))
+    return EXIT_OK
+
+
+def cmd_work(args: argparse.Namespace) -> int:
+    settings = WorkerSettings(
+        time_limit=args.time_limit, lock_timeout=args.lock_timeout, max_attempts=args.max_attempts, safety_margin=args.safety_margin
+    )
+    processor = load_processor(args.processor)
+    backend = _backend(args.workspace)
+    report = Worker(backend, processor, settings, worker_id=args.worker_id).run()
+    doc = _with_requests(backend, report.to_dict())
+    _emit(
+        args,
+        doc,
+        lambda d: f"{d['worker_id']}: processed {d['processed']}, failed {d['failed']}, conflicts {d['conflicts']}, "
+        f"reclaimed {d['reclaimed']}; stopped: {d['stopped_reason']}",
+    )
+    return EXIT_OK
+
+
+def cmd_requeue_failed(args: argparse.Namespace) -> int:
+    for hash_ in args.hash or []:
+        layout.check_hash(hash_)
+    requeued = requeue_failed(_backend(args.workspace), hashes=args.hash)
+    _emit(args, {"requeued": requeued}, lambda d: f"requeued {len(d['requeued'])} failed groups")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(workers=args.workers, inputs=args.inputs, group_size=args.group_size, processor=args.processor, as_json=args.json)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="s3wq",
+        description="A distributed work queue whose state lives in S3 (olmocr-compatible workspace).",
+        epilog="examples:\n"
+        "  s3wq demo                                       # the whole job on an embedded local S3\n"
+        "  s3wq populate s3://my-bucket/run1 's3://my-bucket/pdfs/*.pdf' --group-size 10\n"
+        "  s3wq work s3://my-bucket/run1 --processor extract_text --time-limit 900\n"
+        "  s3wq status s3://my-bucket/run1 --json\n"
+        "Any S3-compatible endpoint works through AWS_ENDPOINT_URL.",
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"s3wq {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the worker does")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help_: str, example: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}", formatter_class=formatter)
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        return p
+
+    p = add(
+        "populate",
+        "Index input paths into groups (idempotent: paths already indexed are skipped).",
+        "s3wq populate s3://my-bucket/run1 s3://my-bucket/a.pdf 's3://my-bucket/pdfs/*.pdf' @manifest.txt.gz",
+    )
+    p.add_argument("workspace", help=WORKSPACE_HELP)
+    p.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="S3 URI, S3 glob, local path or glob, or @FILE: a manifest with one source per line "
+        "(# comments and blank lines ignored; .gz and .zst accepted; FILE may be an s3:// URI)",
+    )
+    p.add_argument("--group-size", type=_positive_int, default=DEFAULT_GROUP_SIZE, help=f"paths per group (default {DEFAULT_GROUP_SIZE})")
+    p.set_defaults(func=cmd_populate)
+
+    p = add("status", "Count groups: done, failed, locked and pending.", "s3wq status s3://my-bucket/run1 --json")
+    p.add_argument("workspace", help=WORKSPACE_HELP)
+    p.set_defaults(func=cmd_status)
+
+    p = add(
+        "work",
+        "Run one worker until the queue is empty or its time budget is spent.",
+        "s3wq work s3://my-bucket/run1 --processor mypkg.ocr:process_group --time-limit 900",
+    )
+    p.add_argument("workspace", help=WORKSPACE_HELP)
+    p.add_argument("--worker-id", help="name recorded in locks and flags (default: random)")
+    p.add_argument(
+        "--time-limit",
+        type=_positive_float,
+        default=DEFAULT_TIME_LIMIT_SECONDS,
+        help=f"seconds this worker may run (default {DEFAULT_TIME_LIMIT_SECONDS:.0f}, the Lambda maximum)",
+    )
+    p.add_argument("--lock-timeout", type=_positive_float, help="seconds after which a lock is stale (default: the time limit)")
+    p.add_argument("--max-attempts", type=_positive_int, default=DEFAULT_MAX_ATTEMPTS, help=f"attempts before a group fails (default {DEFAULT_MAX_ATTEMPTS})")
+    p.add_argument("--safety-margin", type=float, help="seconds kept free before the deadline (default: 5%% of the limit, 0.2-10 s)")
+    p.add_argument(
+        "--processor",
+        default=DEFAULT_PROCESSOR,
+        help=f"built-in ({', '.join(sorted(BUILTIN_PROCESSORS))}) or module:function (default {DEFAULT_PROCESSOR})",
+    )
+    p.set_defaults(func=cmd_work)
+
+    p = add("requeue-failed", "Put failed groups back in the queue with their attempts reset.", "s3wq requeue-failed s3://my-bucket/run1")
+    p.add_argument("workspace", help=WORKSPACE_HELP)
+    p.add_argument("--hash", action="append", help="requeue only this group (repeatable)")
+    p.set_defaults(func=cmd_requeue_failed)
+
+    p = add("demo", "Run the whole job end to end on an embedded local S3 (no AWS account needed).", "s3wq demo --workers 8 --inputs 60")
+    p.add_argument("--workers", type=_positive_int, default=4, help="worker processes (default 4)")
+    p.add_argument("--inputs", type=_positive_int, default=40, help="sample input files (default 40)")
+    p.add_argument("--group-size", type=_positive_int, default=2, help="paths per group (default 2)")
+    p.add_argument("--processor", default="extract_text", help="processor (default extract_text)")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    try:
+        return args.func(args)
+    except BadInput as exc:
+        print(f"s3wq: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except S3wqError as exc:
+        print(f"s3wq: failed: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("s3wq: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry_point() -> Any:
+    sys.exit(main())

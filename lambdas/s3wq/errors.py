@@ -1,0 +1,83 @@
+"""The one exception tree of s3wq.
+
+Callers catch ``S3wqError`` for anything the queue raises on purpose.
+``BadInput`` and its subclasses are the user's mistake (the CLI exits 2 and
+has changed nothing); ``StorageError`` is the store failing (it propagates so
+that Lambda / Step Functions retry); the precondition errors are the expected
+outcomes of conditional writes and are mapped from 412/409 at the backend
+boundary.
+"""
+
+
+class S3wqError(Exception):
+    """Root of every error s3wq raises on purpose."""
+
+
+class BadInput(S3wqError):
+    """The user gave something s3wq cannot use; nothing was changed."""
+
+
+class BadWorkspace(BadInput):
+    """The workspace URI is malformed, has an unknown scheme, or its bucket does not exist."""
+
+
+class BadSource(BadInput):
+    """A source (S3 URI, glob, local path or @manifest) cannot be expanded."""
+
+
+class BadManifestLine(BadSource):
+    """A manifest line is not a usable source; carries its line number."""
+
+    def __init__(self, manifest: str, line_number: int, reason: str):
+        self.manifest = manifest
+        self.line_number = line_number
+        self.reason = reason
+        super().__init__(f"{manifest}:{line_number}: {reason}")
+
+
+class BucketNotFound(BadWorkspace):
+    """The workspace's bucket does not exist."""
+
+
+class BadGroupHash(BadInput):
+    """A group hash is not 40 lowercase hex characters, so no key may be built from it."""
+
+
+class BadKey(BadInput):
+    """A storage key would escape the workspace or is otherwise unsafe."""
+
+
+class ConfigError(BadInput):
+    """A setting (flag or environment variable) is missing or invalid."""
+
+
+class ProcessorNotFound(ConfigError):
+    """The processor name is neither built in nor an importable ``module:function``."""
+
+
+class IndexCorrupt(S3wqError):
+    """An index object exists but cannot be decoded (not zstd, bad CSV, bad catalog)."""
+
+
+class IndexContention(S3wqError):
+    """The index catalog kept changing under a populate; it gave up without writing."""
+
+
+class StorageError(S3wqError):
+    """The store failed for a reason other than a precondition (network, 5xx, access denied)."""
+
+
+class ObjectNotFound(S3wqError):
+    """The object does not exist (404)."""
+
+
+class ConditionFailed(S3wqError):
+    """A conditional write lost: the expected outcome of a race, not a fault."""
+
+
+class ObjectExists(ConditionFailed):
+    """A create-if-absent found the key already present (412/409 on If-None-Match)."""
+
+
+class ObjectChanged(ConditionFailed):
+    """A conditional replace/delete found a different ETag than expected (412/409 on If-Match)."""

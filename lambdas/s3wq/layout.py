@@ -1,0 +1,85 @@
+"""Every key s3wq reads or writes, relative to the workspace root.
+
+The names under the workspace root are olmocr's, so either tool can work on a
+workspace the other created. Keys that embed a group hash are built only
+after the hash is checked to be 40 lowercase hex characters: a hash read from
+an index object is untrusted input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Iterable
+
+from .errors import BadGroupHash
+
+# olmocr's names.
+LEGACY_INDEX_KEY = "work_index_list.csv.zstd"
+LOCKS_PREFIX = "worker_locks/worker_"
+DONE_PREFIX = "done_flags/done_"
+# s3wq's additions.
+FAILED_PREFIX = "failed_flags/failed_"
+RESULTS_PREFIX = "results/output_"
+INDEX_CATALOG_KEY = "index/catalog.json"
+INDEX_SEGMENTS_PREFIX = "index/segments/"
+
+LOCK_SUFFIX = ".lock"
+DONE_SUFFIX = ".flag"
+FAILED_SUFFIX = ".json"
+RESULT_SUFFIX = ".jsonl"
+
+_HASH_RE = re.compile(r"^[0-9a-f]{40}$")
+_HEX_PREFIX_RE = re.compile(r"^[0-9a-f]{0,40}$")
+
+
+def group_hash(paths: Iterable[str]) -> str:
+    """SHA-1 of the group's sorted paths, exactly as olmocr computes it.
+
+    olmocr feeds each path's UTF-8 bytes to one SHA-1 with no separator; any
+    change here would make the two tools disagree on every lock and flag.
+    """
+    sha1 = hashlib.sha1()
+    for path in sorted(paths):
+        sha1.update(path.encode("utf-8"))
+    return sha1.hexdigest()
+
+
+def check_hash(value: str) -> str:
+    if not isinstance(value, str) or not _HASH_RE.match(value):
+        raise BadGroupHash(f"group hash must be 40 lowercase hex characters, got {value!r:.60}")
+    return value
+
+
+def check_hex_prefix(value: str) -> str:
+    if not _HEX_PREFIX_RE.match(value):
+        raise BadGroupHash(f"hash prefix must be lowercase hex, got {value!r:.60}")
+    return value
+
+
+def lock_key(hash_: str) -> str:
+    return f"{LOCKS_PREFIX}{check_hash(hash_)}{LOCK_SUFFIX}"
+
+
+def done_key(hash_: str) -> str:
+    return f"{DONE_PREFIX}{check_hash(hash_)}{DONE_SUFFIX}"
+
+
+def failed_key(hash_: str) -> str:
+    return f"{FAILED_PREFIX}{check_hash(hash_)}{FAILED_SUFFIX}"
+
+
+def result_key(hash_: str) -> str:
+    return f"{RESULTS_PREFIX}{check_hash(hash_)}{RESULT_SUFFIX}"
+
+
+def segment_key(digest: str) -> str:
+    return f"{INDEX_SEGMENTS_PREFIX}{check_hash(digest)}.csv.zstd"
+
+
+def hash_from_key(key: str, prefix: str, suffix: str) -> str | None:
+    """The group hash in a listed flag/lock key, or None for a foreign object."""
+    if not (key.startswith(prefix) and key.endswith(suffix)):
+        return None
+    candidate = key[len(prefix) : len(key) - len(suffix)]
+    return candidate if _HASH_RE.match(candidate) else None

@@ -1,0 +1,171 @@
+"""Turn what the user names -- S3 URIs, S3 globs, local paths, @manifests -- into input paths.
+
+Everything is expanded and checked before anything is written, so a bad
+source leaves the workspace as it was.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import gzip
+import io
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import zstandard
+
+from .backends import make_s3_client, parse_s3_uri
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .errors import BadManifestLine, BadSource, BadWorkspace, StorageError
+
+_GLOB_CHARS = "*?["
+# S3 answers that mean "the user named something that is not there", as
+# opposed to the store failing.
+_USER_ERROR_CODES = {"NoSuchBucket", "NoSuchKey", "404", "AccessDenied", "403", "InvalidBucketName"}
+
+
+def _s3_error(exc: Exception, what: str) -> Exception:
+    if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _USER_ERROR_CODES:
+        return BadSource(f"cannot read {what}: {exc.response['Error'].get('Code')}")
+    return StorageError(f"cannot read {what}: {exc}")
+
+
+@dataclass
+class Expansion:
+    paths: list[str] = field(default_factory=list)
+    bad_lines: list[BadManifestLine] = field(default_factory=list)
+
+
+def _has_glob(text: str) -> bool:
+    return any(c in text for c in _GLOB_CHARS)
+
+
+def _check_text(source: str) -> str | None:
+    """Why ``source`` cannot be a path, or None if it can."""
+    if not source:
+        return "empty source"
+    if any(ord(c) < 32 and c not in "\t" for c in source):
+        return "control character in source"
+    if "://" in source and not source.startswith("s3://"):
+        return f"unsupported scheme {source.split('://', 1)[0]!r} (use s3:// or a local path)"
+    if source.startswith("s3://"):
+        try:
+            _, key = parse_s3_uri(source)
+        except BadWorkspace as exc:
+            return str(exc)
+        if not key:
+            return f"no object key in {source!r}"
+        if len(key.encode("utf-8")) > 1024:
+            return "S3 key longer than 1,024 bytes"
+    return None
+
+
+def _open_manifest(name: str, s3_client: Callable[[], Any]) -> io.TextIOBase:
+    if name.startswith("s3://"):
+        bucket, key = parse_s3_uri(name)
+        try:
+            raw: io.BufferedIOBase = s3_client().get_object(Bucket=bucket, Key=key)["Body"]
+        except (ClientError, BotoCoreError) as exc:
+            raise _s3_error(exc, f"manifest {name}") from exc
+    else:
+        try:
+            raw = open(name, "rb")
+        except OSError as exc:
+            raise BadSource(f"cannot read manifest {name}: {exc.strerror}") from exc
+    if name.endswith(".gz"):
+        raw = gzip.GzipFile(fileobj=raw)
+    elif name.endswith((".zst", ".zstd")):
+        raw = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+
+
+def iter_manifest(name: str, s3_client: Callable[[], Any]) -> Iterator[tuple[int, str]]:
+    """(line number, source) for each non-blank, non-comment line; streamed, bounded memory."""
+    stream = _open_manifest(name, s3_client)
+    try:
+        for number, line in enumerate(stream, start=1):
+            source = line.rstrip("\r\n")
+            if not source.strip() or source.lstrip().startswith("#"):
+                continue
+            yield number, source
+    except (OSError, EOFError, UnicodeDecodeError, zstandard.ZstdError) as exc:
+        raise BadSource(f"manifest {name} is unreadable: {exc}") from exc
+    finally:
+        stream.close()
+
+
+class SourceExpander:
+    """Expand sources with one lazily created S3 client."""
+
+    def __init__(self, s3_client: Any = None):
+        self._s3 = s3_client
+
+    def s3(self) -> Any:
+        if self._s3 is None:
+            self._s3 = make_s3_client()
+        return self._s3
+
+    def expand(self, sources: list[str], *, strict: bool = True) -> Expansion:
+        """Paths named by ``sources``. With ``strict``, the first bad manifest line raises;
+        otherwise bad lines are collected and the valid ones kept."""
+        result = Expansion()
+        for source in sources:
+            if source.startswith("@"):
+                manifest = source[1:]
+                for number, line in iter_manifest(manifest, self.s3):
+                    try:
+                        reason = _check_text(line)
+                        if reason:
+                            raise BadManifestLine(manifest, number, reason)
+                        result.paths.extend(self._expand_one(line))
+                    except BadManifestLine as exc:
+                        if strict:
+                            raise
+                        result.bad_lines.append(exc)
+                    except BadSource as exc:
+                        bad = BadManifestLine(manifest, number, str(exc))
+                        if strict:
+                            raise bad from exc
+                        result.bad_lines.append(bad)
+            else:
+                reason = _check_text(source)
+                if reason:
+                    raise BadSource(f"{source!r}: {reason}")
+                result.paths.extend(self._expand_one(source))
+        return result
+
+    def _expand_one(self, source: str) -> list[str]:
+        if source.startswith("s3://"):
+            return self._expand_s3(source) if _has_glob(source) else [source]
+        if _has_glob(source):
+            matches = sorted(p for p in glob.glob(source, recursive=True) if os.path.isfile(p))
+            if not matches:
+                raise BadSource(f"{source!r} matched no files")
+            return [os.path.abspath(p) for p in matches]
+        if os.path.isdir(source):
+            found = [os.path.join(d, f) for d, _, files in os.walk(source) for f in files]
+            if not found:
+                raise BadSource(f"directory {source!r} holds no files")
+            return sorted(os.path.abspath(p) for p in found)
+        if os.path.isfile(source):
+            return [os.path.abspath(source)]
+        raise BadSource(f"no such file or directory: {source!r}")
+
+    def _expand_s3(self, pattern: str) -> list[str]:
+        bucket, key_pattern = parse_s3_uri(pattern)
+        cut = min(key_pattern.find(c) for c in _GLOB_CHARS if c in key_pattern)
+        prefix = key_pattern[:cut]
+        matches = []
+        try:
+            for page in self.s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+                for item in page.get("Contents", []):
+                    if fnmatch.fnmatchcase(item["Key"], key_pattern):
+                        matches.append(f"s3://{bucket}/{item['Key']}")
+        except (ClientError, BotoCoreError) as exc:
+            raise _s3_error(exc, pattern) from exc
+        if not matches:
+            raise BadSource(f"{pattern!r} matched no objects")
+        return matches

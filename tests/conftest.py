@@ -1,0 +1,91 @@
+"""Fixtures shared by every tier: credentials -> endpoint -> client -> bucket -> workspace.
+
+No test can reach AWS: fake credentials are set for the whole session, and
+S3 tests talk over HTTP to a ``moto_server`` process on a free loopback port,
+exported as ``AWS_ENDPOINT_URL`` so that child processes (workers started by
+a test) reach the same endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from s3wq.backends import LocalBackend, S3Backend
+from s3wq.local_s3 import FAKE_CREDENTIALS, LocalS3
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fake_aws_credentials():
+    saved = {k: os.environ.get(k) for k in [*FAKE_CREDENTIALS, "AWS_ENDPOINT_URL", "AWS_PROFILE"]}
+    os.environ.pop("AWS_PROFILE", None)
+    os.environ.update(FAKE_CREDENTIALS)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def s3_server(fake_aws_credentials):
+    """One moto_server process for the session; AWS_ENDPOINT_URL points at it from then on."""
+    server = LocalS3().start()
+    os.environ["AWS_ENDPOINT_URL"] = server.endpoint
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_client(s3_server):
+    return s3_server.client()
+
+
+@pytest.fixture
+def bucket(s3_client):
+    name = f"test-{uuid.uuid4().hex[:16]}"
+    s3_client.create_bucket(Bucket=name)
+    return name
+
+
+@pytest.fixture
+def s3_workspace(bucket):
+    return f"s3://{bucket}/ws"
+
+
+@pytest.fixture
+def s3_backend(s3_client, bucket):
+    return S3Backend(s3_client=s3_client, bucket=bucket, prefix="ws")
+
+
+@pytest.fixture
+def local_workspace(tmp_path):
+    return str(tmp_path / "ws")
+
+
+@pytest.fixture
+def local_backend(local_workspace):
+    return LocalBackend(local_workspace)
+
+
+@pytest.fixture(params=["local", "s3"])
+def workspace(request):
+    """A workspace URI on each backend, for tests that every backend must pass."""
+    if request.param == "local":
+        return request.getfixturevalue("local_workspace")
+    return request.getfixturevalue("s3_workspace")
+
+
+def run_cli(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    """Run ``python -m s3wq`` as a user would, in a child process."""
+    return subprocess.run(
+        [sys.executable, "-m", "s3wq", *args], capture_output=True, text=True, timeout=timeout, env=os.environ.copy(), **kwargs
+    )
