@@ -111,9 +111,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """Usage errors as one line naming the problem, like every other bad input."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrors(
         prog="s3wq",
         description="A distributed work queue whose state lives in S3 (olmocr-compatible workspace).",
         epilog="examples:\n"
@@ -126,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"s3wq {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the worker does")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_OneLineErrors)
 
     def add(name: str, help_: str, example: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}", formatter_class=formatter)

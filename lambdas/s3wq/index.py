@@ -96,7 +96,7 @@ class Catalog:
                     raise ValueError(f"segment key outside {layout.INDEX_SEGMENTS_PREFIX}: {info.key!r}")
                 layout.check_hash(info.key[len(layout.INDEX_SEGMENTS_PREFIX) :].removesuffix(".csv.zstd"))
                 segments.append(info)
-        except (ValueError, KeyError, TypeError, AttributeError, BadGroupHash) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError, BadGroupHash) as exc:
             raise IndexCorrupt(f"{layout.INDEX_CATALOG_KEY} is not a valid catalog: {exc}") from exc
         return cls(tuple(segments))
 
@@ -104,24 +104,47 @@ class Catalog:
 # --- rows -------------------------------------------------------------------
 
 
+def _needs_full_quoting(row: tuple[str, ...]) -> bool:
+    # QUOTE_MINIMAL leaves a bare "\r" unquoted when the line terminator is
+    # "\n", and csv.reader would split the row there; olmocr strips each line,
+    # so an unquoted field with edge whitespace would change for it.
+    return any("\r" in field or field != field.strip() for field in row)
+
+
 def encode_groups(groups: Iterable[Group]) -> bytes:
     """zstd-compressed CSV rows ``hash,path1,...`` that olmocr's reader also accepts."""
     text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
+    minimal = csv.writer(text, lineterminator="\n")
+    quote_all = csv.writer(text, lineterminator="\n", quoting=csv.QUOTE_ALL)
     for group in groups:
-        writer.writerow((group.hash, *group.paths))
+        row = (group.hash, *group.paths)
+        (quote_all if _needs_full_quoting(row) else minimal).writerow(row)
     # One-shot compress() records the content size in the frame header, which
     # olmocr's ZstdDecompressor().decompress() requires.
     return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(text.getvalue().encode("utf-8"))
 
 
+def _decompress(data: bytes, source: str) -> bytes:
+    """All frames of ``data``; IndexCorrupt if it is empty, not zstd, or cut short."""
+    if not data:
+        raise IndexCorrupt(f"{source} is empty (not even an empty zstd frame)")
+    chunks = []
+    remaining = data
+    while remaining:
+        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        chunks.append(decompressor.decompress(remaining))
+        if not decompressor.eof:
+            raise IndexCorrupt(f"{source} is truncated: its last zstd frame is incomplete")
+        remaining = decompressor.unused_data
+    return b"".join(chunks)
+
+
 def decode_groups(data: bytes, source: str) -> list[Group]:
     """Parse an index object; raise IndexCorrupt naming ``source`` if it is not valid."""
     try:
-        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
-        text = io.TextIOWrapper(reader, encoding="utf-8", newline="")
+        text = _decompress(data, source).decode("utf-8")
         groups = []
-        for row_number, row in enumerate(csv.reader(text), start=1):
+        for row_number, row in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
             if not row or row == [""]:
                 continue
             hash_, paths = row[0], tuple(row[1:])

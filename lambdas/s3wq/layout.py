@@ -29,8 +29,8 @@ DONE_SUFFIX = ".flag"
 FAILED_SUFFIX = ".json"
 RESULT_SUFFIX = ".jsonl"
 
-_HASH_RE = re.compile(r"^[0-9a-f]{40}$")
-_HEX_PREFIX_RE = re.compile(r"^[0-9a-f]{0,40}$")
+_HASH_RE = re.compile(r"[0-9a-f]{40}")
+_HEX_PREFIX_RE = re.compile(r"[0-9a-f]{0,40}")
 
 
 def group_hash(paths: Iterable[str]) -> str:
@@ -46,13 +46,14 @@ def group_hash(paths: Iterable[str]) -> str:
 
 
 def check_hash(value: str) -> str:
-    if not isinstance(value, str) or not _HASH_RE.match(value):
+    # fullmatch, not match: "$" would also accept a trailing newline.
+    if not isinstance(value, str) or not _HASH_RE.fullmatch(value):
         raise BadGroupHash(f"group hash must be 40 lowercase hex characters, got {value!r:.60}")
     return value
 
 
 def check_hex_prefix(value: str) -> str:
-    if not _HEX_PREFIX_RE.match(value):
+    if not isinstance(value, str) or not _HEX_PREFIX_RE.fullmatch(value):
         raise BadGroupHash(f"hash prefix must be lowercase hex, got {value!r:.60}")
     return value
 
@@ -82,4 +83,4 @@ def hash_from_key(key: str, prefix: str, suffix: str) -> str | None:
     if not (key.startswith(prefix) and key.endswith(suffix)):
         return None
     candidate = key[len(prefix) : len(key) - len(suffix)]
-    return candidate if _HASH_RE.match(candidate) else None
+    return candidate if _HASH_RE.fullmatch(candidate) else None

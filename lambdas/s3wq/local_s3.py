@@ -1,8 +1,15 @@
-"""An S3 endpoint on a loopback port: a ``moto_server`` process, for the demo and the tests.
+"""An S3 endpoint on a loopback port: a moto server process, for the demo and the tests.
 
 It is a separate process spoken to over HTTP, so everything s3wq does against
 it -- conditional writes, retries, concurrency between worker processes -- is
 the same code path as against AWS.
+
+One difference from ``moto_server`` itself: moto checks ``If-None-Match`` /
+``If-Match`` and then stores the object as two steps, and its server handles
+requests on many threads, so two racing conditional PUTs could both pass the
+check. AWS S3 makes the check and the write one atomic step. To test *our*
+protocol rather than moto's race, this server runs each PUT and DELETE alone
+(reads stay concurrent), which is the atomicity S3 documents.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ class LocalS3:
 
     def start(self, timeout: float = 30.0) -> "LocalS3":
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            [sys.executable, "-m", "s3wq.local_s3", "--port", str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -93,3 +100,37 @@ class LocalS3:
 def apply_env(server: LocalS3) -> None:
     """Point this process (and the processes it starts) at ``server``."""
     os.environ.update(server.env())
+
+
+def serve(host: str, port: int) -> None:
+    """Run moto's server app with PUT and DELETE serialised (see the module docstring)."""
+    import signal
+    import threading
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import run_simple
+
+    app = DomainDispatcherApplication(create_backend_app)
+    write_lock = threading.Lock()
+
+    def application(environ: dict, start_response: Any) -> Any:
+        if environ.get("REQUEST_METHOD") in ("PUT", "DELETE"):
+            with write_lock:
+                # Consume the whole response inside the lock: the write happens
+                # while the response is produced.
+                return list(app(environ, start_response))
+        return app(environ, start_response)
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    run_simple(host, port, application, threaded=True, request_handler=MotoRequestHandler)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Local S3 endpoint (moto) with atomic conditional writes")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=5000)
+    options = parser.parse_args()
+    os.environ.setdefault("MOTO_PORT", str(options.port))
+    serve(options.host, options.port)

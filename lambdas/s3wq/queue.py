@@ -15,7 +15,9 @@ A group is worked on only by the holder of its lock,
    always sees the flag.
 4. Process, then ``create`` the done flag (a second completion is recognised,
    not an error) and delete the lock with ``If-Match`` on our own ETag, so a
-   worker never deletes a lock it no longer owns.
+   worker never deletes a lock it no longer owns. A group that used up its
+   attempts gets a failed flag and keeps its lock, marked failed, so nobody
+   claims it again.
 
 Every lock body carries a per-claim owner token. When a conditional write's
 response is lost and the SDK retries it, the retry loses to our own first
@@ -29,12 +31,14 @@ lock goes stale); completion is marked exactly once.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import random
 import time
 import traceback
 import uuid
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
@@ -64,7 +68,8 @@ class LockBody:
     worker_id: str
     attempt: int
     claimed_at: str
-    released: bool = False
+    released: bool = False  # handed back after a failed attempt: take it over at once
+    failed: bool = False  # attempts used up: never take it over (see ClaimProtocol.finalize_failed)
     error: str | None = None
 
     def encode(self) -> bytes:
@@ -81,9 +86,10 @@ class LockBody:
                 attempt=int(doc["attempt"]),
                 claimed_at=str(doc["claimed_at"]),
                 released=bool(doc.get("released", False)),
+                failed=bool(doc.get("failed", False)),
                 error=None if doc.get("error") is None else str(doc["error"]),
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             return None
 
 
@@ -103,6 +109,11 @@ class Held:
     stale_in: float
 
 
+@dataclass(frozen=True)
+class Finished:
+    """The lock says the group failed for good; there is nothing to claim."""
+
+
 @dataclass
 class WorkerReport:
     worker_id: str
@@ -110,9 +121,10 @@ class WorkerReport:
     failed: int = 0
     conflicts: int = 0
     reclaimed: int = 0
-    already_done: int = 0
+    already_finished: int = 0
     retried: int = 0
     lost_locks: int = 0
+    listings: int = 0
     stopped_reason: str = ""
 
     def to_dict(self) -> dict:
@@ -131,7 +143,7 @@ class ClaimProtocol:
     def _new_body(self, attempt: int) -> LockBody:
         return LockBody(owner=f"{self.worker_id}:{uuid.uuid4().hex}", worker_id=self.worker_id, attempt=attempt, claimed_at=_now_iso())
 
-    def claim(self, hash_: str) -> Claim | Held:
+    def claim(self, hash_: str) -> Claim | Held | Finished:
         key = layout.lock_key(hash_)
         body = self._new_body(attempt=1)
         # Two rounds: the lock can vanish between our failed create and our read.
@@ -148,6 +160,8 @@ class ClaimProtocol:
             existing = LockBody.decode(current.body)
             if existing is not None and existing.owner == body.owner:
                 return Claim(hash_, current.etag, existing.attempt, reclaimed=False, owner=body.owner)
+            if existing is not None and existing.failed:
+                return Finished()
             stale = current.age_seconds > self.lock_timeout
             released = existing is not None and existing.released
             if not (stale or released):
@@ -160,7 +174,7 @@ class ClaimProtocol:
                 etag = self.backend.replace(key, takeover.encode(), current.etag)
             except (ObjectChanged, ObjectNotFound):
                 if self._holds(key, takeover.owner):
-                    return self._reread_claim(hash_, key, takeover)
+                    return Claim(hash_, self.backend.read(key).etag, takeover.attempt, reclaimed=stale, owner=takeover.owner)
                 return Held(stale_in=self.lock_timeout)
             return Claim(hash_, etag, takeover.attempt, reclaimed=stale and not released, owner=takeover.owner)
         return Held(stale_in=0.0)
@@ -171,10 +185,6 @@ class ClaimProtocol:
         except ObjectNotFound:
             return False
         return body is not None and body.owner == owner
-
-    def _reread_claim(self, hash_: str, key: str, body: LockBody) -> Claim:
-        current = self.backend.read(key)
-        return Claim(hash_, current.etag, body.attempt, reclaimed=True, owner=body.owner)
 
     def is_done(self, hash_: str) -> bool:
         return self.backend.exists(layout.done_key(hash_))
@@ -191,11 +201,19 @@ class ClaimProtocol:
         except ObjectExists:
             return False
 
-    def mark_failed(self, claim: Claim, group: Group, error: str) -> None:
+    def finalize_failed(self, claim: Claim, group: Group, error: str, *, attempts: int | None = None) -> bool:
+        """Record that the group used up its attempts; False if we had lost the lock meanwhile.
+
+        The failed flag is the record. The lock is then kept, marked failed,
+        instead of deleted: a worker whose listing of failed flags predates
+        this failure would otherwise find the lock free and start the group
+        over from attempt 1. (A lifecycle rule may expire the lock after a
+        day; by then every worker has re-listed.)
+        """
         doc = {
             "hash": group.hash,
             "paths": list(group.paths),
-            "attempts": claim.attempt,
+            "attempts": claim.attempt if attempts is None else attempts,
             "error": error,
             "worker_id": self.worker_id,
             "failed_at": _now_iso(),
@@ -203,11 +221,17 @@ class ClaimProtocol:
         try:
             self.backend.create(layout.failed_key(claim.hash), json.dumps(doc, ensure_ascii=False).encode("utf-8"))
         except ObjectExists:
-            pass  # another holder already recorded this group's failure
+            pass  # a previous holder recorded it and died before marking the lock
+        body = LockBody(claim.owner, self.worker_id, claim.attempt, _now_iso(), failed=True, error=error)
+        try:
+            self.backend.replace(layout.lock_key(claim.hash), body.encode(), claim.etag)
+            return True
+        except (ObjectChanged, ObjectNotFound):
+            return False
 
     def next_attempt(self, claim: Claim, error: str) -> Claim | None:
         """Keep the lock for another attempt, recording the count first so a crash still uses it up."""
-        body = LockBody(owner=claim.owner, worker_id=self.worker_id, attempt=claim.attempt + 1, claimed_at=_now_iso(), error=error)
+        body = LockBody(claim.owner, self.worker_id, claim.attempt + 1, _now_iso(), error=error)
         try:
             etag = self.backend.replace(layout.lock_key(claim.hash), body.encode(), claim.etag)
         except (ObjectChanged, ObjectNotFound):
@@ -216,7 +240,7 @@ class ClaimProtocol:
 
     def release_for_retry(self, claim: Claim, error: str) -> bool:
         """Hand the group back after a failed attempt, keeping its attempt count; False if we had lost the lock."""
-        body = LockBody(owner=claim.owner, worker_id=self.worker_id, attempt=claim.attempt, claimed_at=_now_iso(), released=True, error=error)
+        body = LockBody(claim.owner, self.worker_id, claim.attempt, _now_iso(), released=True, error=error)
         try:
             self.backend.replace(layout.lock_key(claim.hash), body.encode(), claim.etag)
             return True
@@ -240,8 +264,41 @@ def _error_text(exc: BaseException) -> str:
     return last[:2000]
 
 
+class WorkerObserver:
+    """Hooks for logging and metrics (the Lambda handler plugs Powertools in); all no-ops here."""
+
+    def group_started(self, group: Group, claim: Claim) -> None: ...
+
+    def group_finished(self, group: Group, claim: Claim, outcome: str, seconds: float) -> None: ...
+
+    def conflict(self, hash_: str) -> None: ...
+
+
+def start_position(worker_id: str) -> float:
+    """A stable, uniformly spread place in [0, 1) for a worker that does not know its index."""
+    digest = hashlib.sha1(worker_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+@dataclass
+class _SegmentView:
+    """A loaded segment and what this worker knows of its finished groups."""
+
+    ref: SegmentRef
+    groups: list[Group]
+    listed: bool
+    finished: set[str] = field(default_factory=set)
+
+
 class Worker:
-    """Drain the queue until it is empty or the time budget is spent."""
+    """Drain the queue until it is empty or the time budget is spent.
+
+    Workers spread out instead of all starting at the top: worker ``i`` of
+    ``n`` starts ``i/n`` of the way through the index (a worker that does not
+    know its index picks a place from its id) and walks on from there,
+    wrapping around; after running into a peer it jumps to a random place.
+    Each then mostly finds groups nobody else has touched.
+    """
 
     def __init__(
         self,
@@ -250,18 +307,19 @@ class Worker:
         settings: WorkerSettings,
         *,
         worker_id: str | None = None,
+        position: float | None = None,
         remaining_time: Callable[[], float] | None = None,
-        seed: int | None = None,
+        observer: WorkerObserver | None = None,
     ):
         self.backend = backend
         self.processor = processor
         self.settings = settings
         self.worker_id = worker_id or f"w-{uuid.uuid4().hex[:8]}"
+        self.position = start_position(self.worker_id) if position is None else position % 1.0
+        self.rng = random.Random(self.worker_id)
         started = time.monotonic()
         self.remaining_time = remaining_time or (lambda: settings.time_limit - (time.monotonic() - started))
-        # Different workers start at different places: a per-worker shuffle of
-        # segments and of groups within them keeps collisions rare.
-        self.rng = random.Random(seed if seed is not None else self.worker_id)
+        self.observer = observer or WorkerObserver()
         self.protocol = ClaimProtocol(
             backend, worker_id=self.worker_id, lock_timeout=settings.effective_lock_timeout, max_attempts=settings.max_attempts
         )
@@ -276,29 +334,54 @@ class Worker:
     def run(self) -> WorkerReport:
         refs = self.index.segment_refs()
         total_groups = sum(r.groups or 0 for r in refs)
-        self.rng.shuffle(refs)
-        waiting: dict[str, tuple[Group, bool]] = {}
-        for ref in refs:
+        spot = self.position * len(refs)
+        first = int(spot)
+        waiting: dict[str, tuple[Group, _SegmentView]] = {}
+        for n in range(len(refs)):
             if not self.has_time():
                 self.report.stopped_reason = "time_limit"
                 return self.report
-            listed = self._listing_worthwhile(ref, total_groups)
-            groups = self._pending_groups(ref, listed)
-            for group in groups:
+            view = self._load(refs[(first + n) % len(refs)], total_groups)
+            # Only the first segment is entered part-way, at this worker's spot.
+            cut = int((spot - first) * len(view.groups)) if n == 0 else 0
+            ahead = deque(view.groups[cut:] + view.groups[:cut])
+            while ahead:
+                group = ahead.popleft()
+                if group.hash in view.finished:
+                    continue
                 if not self.has_time():
                     self.report.stopped_reason = "time_limit"
                     return self.report
-                outcome = self._work_on(group, checked_failed=listed)
+                outcome = self._work_on(group, checked_failed=view.listed)
                 if isinstance(outcome, Held):
-                    waiting[group.hash] = (group, listed)
+                    waiting[group.hash] = (group, view)
+                elif outcome == "already_finished" and view.listed:
+                    # Our listing is out of date: peers have been finishing
+                    # groups here. One LIST now saves a lock round trip for
+                    # each of them.
+                    self._list_finished(view)
+                if outcome == "already_finished" or isinstance(outcome, Held):
+                    # We ran into a peer. Walking on would trail right behind
+                    # it, colliding at every step; jump somewhere random.
+                    ahead.rotate(-self.rng.randrange(len(ahead) or 1))
         self._drain_waiting(waiting)
         return self.report
 
-    def _listing_worthwhile(self, ref: SegmentRef, total_groups: int) -> bool:
-        if ref.groups is None:
-            return True
-        expected_flags = total_groups / (16 ** len(ref.prefix))
-        return expected_flags / _LIST_PAGE <= max(1.0, ref.groups / _LISTING_GROUPS_PER_PAGE)
+    def _load(self, ref: SegmentRef, total_groups: int) -> _SegmentView:
+        groups = self.index.load(ref.key)
+        # List a prefix's flags only when that costs at most one request per
+        # _LISTING_GROUPS_PER_PAGE groups; a small segment of a big workspace
+        # (a short prefix) is checked group by group instead.
+        listed = ref.groups is None or (total_groups / 16 ** len(ref.prefix)) / _LIST_PAGE <= max(1.0, ref.groups / _LISTING_GROUPS_PER_PAGE)
+        view = _SegmentView(ref, groups, listed)
+        if listed:
+            self._list_finished(view)
+        return view
+
+    def _list_finished(self, view: _SegmentView) -> None:
+        self.report.listings += 1
+        view.finished = self._listed_hashes(layout.DONE_PREFIX, view.ref.prefix, layout.DONE_SUFFIX)
+        view.finished |= self._listed_hashes(layout.FAILED_PREFIX, view.ref.prefix, layout.FAILED_SUFFIX)
 
     def _listed_hashes(self, prefix: str, hash_prefix: str, suffix: str) -> set[str]:
         found = set()
@@ -308,16 +391,7 @@ class Worker:
                 found.add(hash_)
         return found
 
-    def _pending_groups(self, ref: SegmentRef, listed: bool) -> list[Group]:
-        groups = self.index.load(ref.key)
-        if listed:
-            finished = self._listed_hashes(layout.DONE_PREFIX, ref.prefix, layout.DONE_SUFFIX)
-            finished |= self._listed_hashes(layout.FAILED_PREFIX, ref.prefix, layout.FAILED_SUFFIX)
-            groups = [g for g in groups if g.hash not in finished]
-        self.rng.shuffle(groups)
-        return groups
-
-    def _drain_waiting(self, waiting: dict[str, tuple[Group, bool]]) -> None:
+    def _drain_waiting(self, waiting: dict[str, tuple[Group, _SegmentView]]) -> None:
         """Come back to groups others held: they may finish, release or go stale.
 
         Stop early when every remaining lock will still be live at our
@@ -333,7 +407,7 @@ class Worker:
             # Poll with backoff, but never past the moment a lock goes stale.
             time.sleep(max(0.0, min(pause, soonest)))
             pause = min(pause * 2, 5.0)
-            for hash_, (group, _listed) in list(waiting.items()):
+            for hash_, (group, _view) in list(waiting.items()):
                 if not self.has_time():
                     self.report.stopped_reason = "time_limit"
                     return
@@ -342,23 +416,29 @@ class Worker:
                 if self.protocol.is_done(hash_):
                     del waiting[hash_]
                     continue
-                outcome = self._work_on(group, checked_failed=False)
-                if not isinstance(outcome, Held):
+                if not isinstance(self._work_on(group, checked_failed=False), Held):
                     del waiting[hash_]
         self.report.stopped_reason = "queue_empty"
 
     def _work_on(self, group: Group, *, checked_failed: bool) -> str | Held:
         claimed = self.protocol.claim(group.hash)
+        if isinstance(claimed, Finished):
+            self.report.already_finished += 1
+            return "already_finished"
         if isinstance(claimed, Held):
             self.report.conflicts += 1
             self._stale_at[group.hash] = time.monotonic() + claimed.stale_in
+            self.observer.conflict(group.hash)
             return claimed
         if claimed.reclaimed:
             self.report.reclaimed += 1
+        # A failed group keeps a lock marked failed, so a free lock means "not
+        # failed" unless that lock was removed (expired, or an operator's
+        # cleanup); only then does the failed flag need its own check.
         if self.protocol.is_done(group.hash) or (not checked_failed and self.protocol.is_failed(group.hash)):
-            self.report.already_done += 1
+            self.report.already_finished += 1
             self._release(claimed)
-            return "skipped"
+            return "already_finished"
         return self._attempt(group, claimed)
 
     def _release(self, claim: Claim) -> None:
@@ -366,35 +446,41 @@ class Worker:
             self.report.lost_locks += 1
             log.warning("lock on %s was taken over before release", claim.hash)
 
+    def _fail(self, group: Group, claim: Claim, error: str, started: float, *, attempts: int | None = None) -> str:
+        if not self.protocol.finalize_failed(claim, group, error, attempts=attempts):
+            self.report.lost_locks += 1
+        self.report.failed += 1
+        self.observer.group_finished(group, claim, "failed", time.monotonic() - started)
+        return "failed"
+
     def _attempt(self, group: Group, claim: Claim) -> str:
+        started = time.monotonic()
         while True:
             if claim.attempt > self.settings.max_attempts:
-                self.protocol.mark_failed(claim, group, "worker lost (killed or timed out) on every attempt")
-                self.report.failed += 1
-                self._release(claim)
-                return "failed"
+                # Taken over from a holder that died on the last allowed attempt.
+                error = "worker lost (killed or timed out) on every attempt"
+                return self._fail(group, claim, error, started, attempts=claim.attempt - 1)
+            self.observer.group_started(group, claim)
             remaining = self.remaining_time()
             ctx = ProcessorContext(
                 worker_id=self.worker_id, attempt=claim.attempt, deadline=time.time() + remaining, group=group, backend=self.backend
             )
-            started = time.monotonic()
+            attempt_started = time.monotonic()
             try:
                 self.processor(group, ctx)
             except Exception as exc:  # a processor failure is an attempt, never a crash of the worker
                 error = _error_text(exc)
-                self.longest_group_seconds = max(self.longest_group_seconds, time.monotonic() - started)
+                self.longest_group_seconds = max(self.longest_group_seconds, time.monotonic() - attempt_started)
                 log.warning("group %s attempt %d failed: %s", group.hash, claim.attempt, error)
                 if claim.attempt >= self.settings.max_attempts:
-                    self.protocol.mark_failed(claim, group, error)
-                    self.report.failed += 1
-                    self._release(claim)
-                    return "failed"
+                    return self._fail(group, claim, error, started)
                 self.report.retried += 1
                 if not self.has_time():
                     # Out of time: hand the group back with its count so that
                     # another worker can retry it without waiting for staleness.
                     if not self.protocol.release_for_retry(claim, error):
                         self.report.lost_locks += 1
+                    self.observer.group_finished(group, claim, "released", time.monotonic() - started)
                     return "released"
                 next_claim = self.protocol.next_attempt(claim, error)
                 if next_claim is None:
@@ -402,12 +488,13 @@ class Worker:
                     return "released"
                 claim = next_claim
                 continue
-            self.longest_group_seconds = max(self.longest_group_seconds, time.monotonic() - started)
+            self.longest_group_seconds = max(self.longest_group_seconds, time.monotonic() - attempt_started)
             if self.protocol.mark_done(claim):
                 self.report.processed += 1
             else:
-                self.report.already_done += 1
+                self.report.already_finished += 1
             self._release(claim)
+            self.observer.group_finished(group, claim, "done", time.monotonic() - started)
             return "done"
 
 
@@ -438,10 +525,11 @@ def queue_status(backend: Backend) -> dict:
 
 
 def requeue_failed(backend: Backend, hashes: list[str] | None = None) -> list[str]:
-    """Delete failed flags so those groups are claimed again from attempt 1; return their hashes.
+    """Put failed groups back, to be claimed again from attempt 1; return their hashes.
 
     With ``hashes``, every one must name a failed group, checked before
-    anything is deleted.
+    anything is deleted. The failed-marked lock goes first: if we stop in
+    between, the failed flag still stands and a second requeue finishes.
     """
     failed = {
         h for k in backend.list_keys(layout.FAILED_PREFIX) if (h := layout.hash_from_key(k, layout.FAILED_PREFIX, layout.FAILED_SUFFIX))
@@ -452,5 +540,12 @@ def requeue_failed(backend: Backend, hashes: list[str] | None = None) -> list[st
             raise BadInput(f"not a failed group: {missing[0]}")
         failed = set(hashes)
     for hash_ in sorted(failed):
+        try:
+            lock = backend.read(layout.lock_key(hash_))
+            body = LockBody.decode(lock.body)
+            if body is not None and body.failed:
+                backend.delete(layout.lock_key(hash_), lock.etag)
+        except (ObjectNotFound, ObjectChanged):
+            pass  # no failed-marked lock (any more): nothing to clear
         backend.delete(layout.failed_key(hash_))
     return sorted(failed)

@@ -79,7 +79,8 @@ def _open_manifest(name: str, s3_client: Callable[[], Any]) -> io.TextIOBase:
         raw = gzip.GzipFile(fileobj=raw)
     elif name.endswith((".zst", ".zstd")):
         raw = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-    return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+    # utf-8-sig: editors on Windows start files with a byte-order mark.
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="\n")
 
 
 def iter_manifest(name: str, s3_client: Callable[[], Any]) -> Iterator[tuple[int, str]]:

@@ -1,0 +1,340 @@
+"""The storage contract of backends/base.py, run against every backend: local directory and S3 over HTTP.
+
+The single-process tests pin down each operation's result and typed error;
+the races start eight real processes at a barrier and check that the atomic
+operations (create, replace and delete with an ETag) have exactly one winner,
+judged by what the store holds afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+
+from s3wq import layout
+from s3wq.errors import ObjectChanged, ObjectExists, ObjectNotFound
+from s3wq.queue import Claim, ClaimProtocol, Held, LockBody
+
+from . import racing
+
+# ETags are quoted in S3 and in the local backend alike; this one matches no body.
+FOREIGN_ETAG = '"00000000000000000000000000000000"'
+
+
+def fresh_key(prefix: str = "contract") -> str:
+    return f"{prefix}/{uuid.uuid4().hex}"
+
+
+# --- create / read / exists ----------------------------------------------------
+
+
+def test_create_stores_body_and_returns_its_etag(backend):
+    key = fresh_key()
+
+    etag = backend.create(key, b"first body")
+
+    stored = backend.read(key)
+    assert stored.body == b"first body"
+    assert stored.etag == etag
+    assert backend.exists(key)
+
+
+def test_create_and_read_an_empty_body(backend):
+    # olmocr's locks and done flags are empty objects.
+    key = fresh_key()
+
+    etag = backend.create(key, b"")
+
+    assert backend.read(key).body == b""
+    assert backend.read(key).etag == etag
+
+
+def test_create_of_an_existing_key_raises_object_exists_and_keeps_the_first_body(backend):
+    key = fresh_key()
+    etag = backend.create(key, b"first")
+
+    with pytest.raises(ObjectExists):
+        backend.create(key, b"second")
+
+    stored = backend.read(key)
+    assert (stored.body, stored.etag) == (b"first", etag)
+
+
+def test_read_of_a_missing_key_raises_object_not_found(backend):
+    with pytest.raises(ObjectNotFound):
+        backend.read(fresh_key())
+
+
+def test_exists_is_false_for_a_missing_key(backend):
+    backend.create("contract/present", b"x")
+
+    assert not backend.exists("contract/absent")
+    assert not backend.exists("contract/pres")  # a prefix of a key is not a key
+
+
+def test_a_fresh_object_is_young_by_the_stores_clock(backend):
+    key = fresh_key()
+    backend.create(key, b"x")
+
+    age = backend.read(key).age_seconds
+
+    assert 0.0 <= age <= 2.0
+
+
+# --- replace -------------------------------------------------------------------
+
+
+def test_replace_with_the_current_etag_overwrites_and_changes_the_etag(backend):
+    key = fresh_key()
+    old_etag = backend.create(key, b"old")
+
+    new_etag = backend.replace(key, b"new", old_etag)
+
+    stored = backend.read(key)
+    assert stored.body == b"new"
+    assert stored.etag == new_etag
+    assert new_etag != old_etag
+
+
+def test_replace_with_a_stale_etag_raises_object_changed_and_keeps_the_body(backend):
+    key = fresh_key()
+    first_etag = backend.create(key, b"one")
+    second_etag = backend.replace(key, b"two", first_etag)
+
+    with pytest.raises(ObjectChanged):
+        backend.replace(key, b"three", first_etag)
+
+    stored = backend.read(key)
+    assert (stored.body, stored.etag) == (b"two", second_etag)
+
+
+def test_replace_with_a_foreign_etag_raises_object_changed(backend):
+    key = fresh_key()
+    backend.create(key, b"kept")
+
+    with pytest.raises(ObjectChanged):
+        backend.replace(key, b"lost", FOREIGN_ETAG)
+
+    assert backend.read(key).body == b"kept"
+
+
+def test_replace_of_a_missing_key_raises_object_not_found_and_creates_nothing(backend):
+    key = fresh_key()
+
+    with pytest.raises(ObjectNotFound):
+        backend.replace(key, b"body", FOREIGN_ETAG)
+
+    assert not backend.exists(key)
+
+
+# --- delete --------------------------------------------------------------------
+
+
+def test_conditional_delete_with_the_current_etag_removes_the_key(backend):
+    key = fresh_key()
+    etag = backend.create(key, b"x")
+
+    backend.delete(key, etag)
+
+    assert not backend.exists(key)
+
+
+def test_conditional_delete_with_a_wrong_etag_raises_object_changed_and_keeps_the_key(backend):
+    key = fresh_key()
+    old_etag = backend.create(key, b"one")
+    backend.replace(key, b"two", old_etag)
+
+    with pytest.raises(ObjectChanged):
+        backend.delete(key, old_etag)
+
+    assert backend.read(key).body == b"two"
+
+
+def test_conditional_delete_of_a_missing_key_raises_object_not_found(backend):
+    key = fresh_key()
+
+    with pytest.raises(ObjectNotFound):
+        backend.delete(key, FOREIGN_ETAG)
+
+    assert not backend.exists(key)
+
+
+def test_unconditional_delete_removes_the_key(backend):
+    key = fresh_key()
+    backend.create(key, b"x")
+
+    backend.delete(key)
+
+    assert not backend.exists(key)
+
+
+def test_unconditional_delete_of_a_missing_key_succeeds(backend):
+    key = fresh_key()
+
+    backend.delete(key)
+
+    assert not backend.exists(key)
+
+
+def test_a_deleted_key_can_be_created_again(backend):
+    key = fresh_key()
+    backend.delete(key, backend.create(key, b"first life"))
+
+    backend.create(key, b"second life")
+
+    assert backend.read(key).body == b"second life"
+
+
+# --- write ---------------------------------------------------------------------
+
+
+def test_write_creates_a_missing_key_and_overwrites_an_existing_one(backend):
+    key = fresh_key()
+
+    first_etag = backend.write(key, b"first")
+    assert backend.read(key).body == b"first"
+
+    second_etag = backend.write(key, b"second")
+    stored = backend.read(key)
+    assert (stored.body, stored.etag) == (b"second", second_etag)
+    assert second_etag != first_etag
+
+
+# --- list_keys -----------------------------------------------------------------
+
+
+def test_list_keys_yields_every_matching_key_in_ascending_order(backend):
+    keys = [
+        "done_flags/done_b2.flag",
+        "done_flags/done_a1.flag",
+        "done_flags/done_a10.flag",
+        "done_flags/done_a2.flag",
+        "done_flags/nested/deeper/done_a3.flag",
+        "done_flagsX/done_a1.flag",
+        "worker_locks/worker_a1.lock",
+        "z-last",
+        "a-first",
+    ]
+    for key in keys:
+        backend.write(key, b"")
+
+    assert list(backend.list_keys("")) == sorted(keys)
+    assert list(backend.list_keys("done_flags/")) == [
+        "done_flags/done_a1.flag",
+        "done_flags/done_a10.flag",
+        "done_flags/done_a2.flag",
+        "done_flags/done_b2.flag",
+        "done_flags/nested/deeper/done_a3.flag",
+    ]
+    # A prefix may end inside a name, as S3 prefixes do.
+    assert list(backend.list_keys("done_flags/done_a1")) == ["done_flags/done_a1.flag", "done_flags/done_a10.flag"]
+    assert list(backend.list_keys("done_flags")) == [k for k in sorted(keys) if k.startswith("done_flags")]
+
+
+def test_list_keys_of_an_unmatched_prefix_is_empty(backend):
+    backend.write("present/key", b"")
+
+    assert list(backend.list_keys("absent/")) == []
+    assert list(backend.list_keys("present/key-longer")) == []
+
+
+def test_list_keys_leaves_out_deleted_keys(backend):
+    for name in ("a", "b", "c"):
+        backend.write(f"listing/{name}", b"")
+
+    backend.delete("listing/b")
+
+    assert list(backend.list_keys("listing/")) == ["listing/a", "listing/c"]
+
+
+# --- races between processes ---------------------------------------------------
+
+
+def test_racing_creates_of_one_key_have_exactly_one_winner_whose_body_is_stored(racers, workspace, backend):
+    for round_number in range(5):
+        key = fresh_key("race-create")
+
+        outcomes = racers.race(racing.create, workspace, [(key, f"racer {i} round {round_number}".encode()) for i in range(racers.size)])
+
+        winners = [i for i, outcome in enumerate(outcomes) if outcome == racing.WON]
+        assert len(winners) == 1, f"round {round_number}: outcomes {outcomes}"
+        assert sorted(set(outcomes)) == sorted({racing.WON, "ObjectExists"})
+        assert backend.read(key).body == f"racer {winners[0]} round {round_number}".encode()
+
+
+def test_racing_replaces_with_one_etag_have_exactly_one_winner_whose_body_is_stored(racers, workspace, backend):
+    key = fresh_key("race-replace")
+    etag = backend.create(key, b"original")
+
+    outcomes = racers.race(racing.replace, workspace, [(key, f"racer {i}".encode(), etag) for i in range(racers.size)])
+
+    winners = [i for i, outcome in enumerate(outcomes) if outcome == racing.WON]
+    assert len(winners) == 1, f"outcomes {outcomes}"
+    assert set(outcomes) - {racing.WON} == {"ObjectChanged"}
+    assert backend.read(key).body == f"racer {winners[0]}".encode()
+
+
+def test_racing_conditional_deletes_with_one_etag_have_exactly_one_winner(racers, workspace, backend):
+    key = fresh_key("race-delete")
+    etag = backend.create(key, b"doomed")
+
+    outcomes = racers.race(racing.delete, workspace, [(key, etag)] * racers.size)
+
+    assert outcomes.count(racing.WON) == 1, f"outcomes {outcomes}"
+    # A loser either saw the object gone or (S3 under overlap) a conflict.
+    assert set(outcomes) - {racing.WON} <= {"ObjectNotFound", "ObjectChanged"}
+    assert not backend.exists(key)
+
+
+def wait_until_stale(backend, key: str, lock_timeout: float, deadline_seconds: float = 20.0) -> None:
+    """Poll the store until the lock's age *by the store's clock* passes the timeout.
+
+    S3 dates have one-second resolution and the backend subtracts one more
+    second, so the wall time this takes varies between two and three seconds.
+    """
+    give_up = time.monotonic() + deadline_seconds
+    while backend.read(key).age_seconds <= lock_timeout:
+        assert time.monotonic() < give_up, f"lock {key} never became stale"
+        time.sleep(0.2)
+
+
+def test_racing_takeovers_of_a_stale_lock_have_exactly_one_winner(racers, workspace, backend):
+    lock_timeout = 1.0
+    hash_ = layout.group_hash([f"s3://inputs/{uuid.uuid4().hex}.pdf"])
+    original = ClaimProtocol(backend, worker_id="parent", lock_timeout=lock_timeout, max_attempts=5).claim(hash_)
+    assert isinstance(original, Claim) and original.attempt == 1
+    wait_until_stale(backend, layout.lock_key(hash_), lock_timeout)
+
+    outcomes = racers.race(racing.claim, workspace, [(hash_, f"r{i}", lock_timeout, 5) for i in range(racers.size)])
+
+    claims = [(i, outcome) for i, outcome in enumerate(outcomes) if isinstance(outcome, Claim)]
+    assert len(claims) == 1, f"outcomes {outcomes}"
+    winner_index, winner = claims[0]
+    assert winner.reclaimed is True
+    assert winner.attempt == 2
+    assert all(isinstance(outcome, Held) for i, outcome in enumerate(outcomes) if i != winner_index)
+    stored = backend.read(layout.lock_key(hash_))
+    lock = LockBody.decode(stored.body)
+    assert lock is not None
+    assert (lock.worker_id, lock.owner, lock.attempt) == (f"r{winner_index}", winner.owner, 2)
+    assert stored.etag == winner.etag
+    assert json.loads(stored.body)["released"] is False
+
+
+def test_racing_takeovers_of_a_released_lock_have_exactly_one_winner(racers, workspace, backend):
+    hash_ = layout.group_hash([f"s3://inputs/{uuid.uuid4().hex}.pdf"])
+    protocol = ClaimProtocol(backend, worker_id="parent", lock_timeout=600, max_attempts=5)
+    original = protocol.claim(hash_)
+    assert protocol.release_for_retry(original, "RuntimeError: first attempt failed")
+
+    outcomes = racers.race(racing.claim, workspace, [(hash_, f"r{i}", 600, 5) for i in range(racers.size)])
+
+    claims = [(i, outcome) for i, outcome in enumerate(outcomes) if isinstance(outcome, Claim)]
+    assert len(claims) == 1, f"outcomes {outcomes}"
+    winner_index, winner = claims[0]
+    assert (winner.reclaimed, winner.attempt) == (False, 2)  # a hand-back is not a stale takeover, but it used an attempt
+    lock = LockBody.decode(backend.read(layout.lock_key(hash_)).body)
+    assert (lock.worker_id, lock.owner, lock.attempt, lock.released) == (f"r{winner_index}", winner.owner, 2, False)

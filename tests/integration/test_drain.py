@@ -1,0 +1,111 @@
+"""Several ``s3wq work`` processes drain one workspace together.
+
+Each group must end with one done flag, no failed flag and no lock, and the
+recording processor's files must show it was processed exactly once. The S3
+drain also measures what the queue costs: the workers' own request counts,
+per group and by S3 operation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from s3wq import WorkerSettings, WorkIndex, Worker, layout
+
+from .workers import recorded_calls, run_workers
+
+PROCESSOR = "recording_processor:record"
+DRAIN_STATS_ENV = "S3WQ_DRAIN_STATS"
+
+
+def populate_one_path_per_group(workspace: str, count: int, tmp_path: Path) -> set[str]:
+    """Populate through the CLI from a manifest, as an operator would; return the group hashes."""
+    paths = [f"s3://inputs/scans/page-{n:04d}.pdf" for n in range(count)]
+    manifest = tmp_path / "manifest.txt"
+    manifest.write_text("# one page per group\n" + "\n".join(paths) + "\n")
+    result = run_cli("populate", workspace, f"@{manifest}", "--group-size", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["added_groups"] == count
+    return {layout.group_hash([p]) for p in paths}
+
+
+def assert_drained_exactly_once(backend, hashes: set[str], record_dir: Path) -> None:
+    assert {g.hash for g in WorkIndex(backend).iter_groups()} == hashes
+    assert list(backend.list_keys(layout.DONE_PREFIX)) == sorted(layout.done_key(h) for h in hashes)
+    assert list(backend.list_keys("failed_flags/")) == []
+    assert list(backend.list_keys("worker_locks/")) == []
+    calls = recorded_calls(record_dir)
+    assert set(calls) == hashes
+    twice = {h: n for h, n in calls.items() if n != 1}
+    assert not twice, f"groups processed more than once: {twice}"
+
+
+def requests_per_group(reports: list[dict], groups: int) -> dict:
+    total: Counter = Counter()
+    for report in reports:
+        total.update(report["s3_requests"])
+    by_operation = {op: round(n / groups, 3) for op, n in sorted(total.items())}
+    return {
+        "groups": groups,
+        "workers": len(reports),
+        "requests_total": sum(total.values()),
+        "requests_per_group": round(sum(total.values()) / groups, 3),
+        "requests_per_group_by_operation": by_operation,
+        "requests_by_operation": dict(sorted(total.items())),
+    }
+
+
+def test_eight_workers_drain_two_hundred_groups_on_s3_exactly_once(s3_workspace, s3_backend, helper_env, record_dir, tmp_path):
+    hashes = populate_one_path_per_group(s3_workspace, 200, tmp_path)
+
+    reports = run_workers(s3_workspace, 8, processor=PROCESSOR, env=helper_env, log_dir=tmp_path / "logs")
+
+    assert_drained_exactly_once(s3_backend, hashes, record_dir)
+    assert sum(r["processed"] for r in reports) == 200
+    stats = requests_per_group(reports, len(hashes))
+    print("\nS3 requests per group, 8 workers draining 200 groups:", json.dumps(stats, indent=2))
+    if os.environ.get(DRAIN_STATS_ENV):
+        Path(os.environ[DRAIN_STATS_ENV]).write_text(json.dumps(stats, indent=2) + "\n")
+
+
+def test_four_workers_drain_forty_groups_on_a_local_directory_exactly_once(local_workspace, local_backend, helper_env, record_dir, tmp_path):
+    hashes = populate_one_path_per_group(local_workspace, 40, tmp_path)
+
+    reports = run_workers(local_workspace, 4, processor=PROCESSOR, env=helper_env, log_dir=tmp_path / "logs")
+
+    assert_drained_exactly_once(local_backend, hashes, record_dir)
+    assert sum(r["processed"] for r in reports) == 40
+
+
+def test_a_worker_with_an_out_of_date_listing_relists_after_one_finished_group(s3_client, bucket, s3_backend):
+    # A versioned bucket keeps every lock ever written, even after its delete.
+    s3_client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    groups = WorkIndex(s3_backend).populate([f"s3://inputs/scans/page-{n:04d}.pdf" for n in range(10)], 1)
+    assert groups.added_groups == 10
+    hashes = {g.hash for g in WorkIndex(s3_backend).iter_groups()}
+    processed = []
+
+    def peers_finish_everything_else(group, ctx):
+        # Stands in for peers that finish every other group while this worker handles its first.
+        if not processed:
+            for other in hashes - {group.hash}:
+                ctx.backend.write(layout.done_key(other), b"{}")
+        processed.append(group.hash)
+
+    report = Worker(s3_backend, peers_finish_everything_else, WorkerSettings(time_limit=60), worker_id="late").run()
+
+    assert len(processed) == 1
+    history = s3_client.list_object_versions(Bucket=bucket, Prefix="ws/worker_locks/")
+    locked_at_some_point = {v["Key"] for v in history.get("Versions", [])}
+    # The first finished group it meets tells it its listing is stale; it
+    # re-lists once and touches no other finished group.
+    assert f"ws/{layout.lock_key(processed[0])}" in locked_at_some_point
+    assert len(locked_at_some_point) == 2
+    assert report.listings == 2
+    assert report.already_finished == 1
