@@ -71,8 +71,13 @@ def cmd_work(args: argparse.Namespace) -> int:
         time_limit=args.time_limit, lock_timeout=args.lock_timeout, max_attempts=args.max_attempts, safety_margin=args.safety_margin
     )
     processor = load_processor(args.processor)
+    if (args.worker_index is None) != (args.workers is None):
+        raise BadInput("--worker-index and --workers go together")
+    if args.workers is not None and not 0 <= args.worker_index < args.workers:
+        raise BadInput(f"--worker-index must be in [0, {args.workers}), got {args.worker_index}")
+    position = None if args.workers is None else args.worker_index / args.workers
     backend = _backend(args.workspace)
-    report = Worker(backend, processor, settings, worker_id=args.worker_id).run()
+    report = Worker(backend, processor, settings, worker_id=args.worker_id, position=position).run()
     doc = _with_requests(backend, report.to_dict())
     _emit(
         args,
@@ -126,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
         "  s3wq demo                                       # the whole job on an embedded local S3\n"
         "  s3wq populate s3://my-bucket/run1 's3://my-bucket/pdfs/*.pdf' --group-size 10\n"
-        "  s3wq work s3://my-bucket/run1 --processor extract_text --time-limit 900\n"
+        "  s3wq work s3://my-bucket/run1 --processor text --time-limit 900\n"
         "  s3wq status s3://my-bucket/run1 --json\n"
         "Any S3-compatible endpoint works through AWS_ENDPOINT_URL.",
         formatter_class=formatter,
@@ -167,6 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("--worker-id", help="name recorded in locks and flags (default: random)")
+    p.add_argument("--worker-index", type=int, metavar="I", help="this worker's number, 0..N-1, when N start together (spreads them out)")
+    p.add_argument("--workers", type=_positive_int, metavar="N", help="how many workers start together (with --worker-index)")
     p.add_argument(
         "--time-limit",
         type=_positive_float,
@@ -192,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_positive_int, default=4, help="worker processes (default 4)")
     p.add_argument("--inputs", type=_positive_int, default=40, help="sample input files (default 40)")
     p.add_argument("--group-size", type=_positive_int, default=2, help="paths per group (default 2)")
-    p.add_argument("--processor", default="extract_text", help="processor (default extract_text)")
+    p.add_argument("--processor", default="text", help="processor (default text)")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from .errors import BadWorkspace, ConfigError
 
 # The Lambda maximum; the CDK stack derives both the worker function's timeout
 # and its lock timeout from one value, and so does the CLI.
@@ -50,3 +50,76 @@ class WorkerSettings:
     @property
     def effective_safety_margin(self) -> float:
         return default_safety_margin(self.time_limit) if self.safety_margin is None else self.safety_margin
+
+
+# Environment variables of the Lambda functions; the CDK stack sets them by these names.
+ENV_WORKSPACE = "S3WQ_WORKSPACE"
+ENV_LOCK_TIMEOUT = "S3WQ_LOCK_TIMEOUT_SECONDS"
+ENV_MAX_ATTEMPTS = "S3WQ_MAX_ATTEMPTS"
+ENV_GROUP_SIZE = "S3WQ_GROUP_SIZE"
+ENV_PROCESSOR = "S3WQ_PROCESSOR"
+ENV_STATE_MACHINE_ARN = "S3WQ_STATE_MACHINE_ARN"
+ENV_AUTO_START = "S3WQ_AUTO_START"
+ENV_WORKERS = "S3WQ_WORKERS"
+
+DEFAULT_WORKERS = 10
+LAMBDA_DEFAULT_PROCESSOR = "text"
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+
+
+def _number(environ: dict, name: str, default: float, kind: type, minimum: float) -> float:
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a{'n integer' if kind is int else ' number'}, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class LambdaConfig:
+    """Everything the handlers read from their environment, parsed once at cold start."""
+
+    workspace: str
+    lock_timeout: float = DEFAULT_TIME_LIMIT_SECONDS
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    group_size: int = DEFAULT_GROUP_SIZE
+    processor: str = LAMBDA_DEFAULT_PROCESSOR
+    state_machine_arn: str | None = None
+    auto_start: bool = True
+    workers: int = DEFAULT_WORKERS
+
+    @classmethod
+    def from_env(cls, environ: dict) -> "LambdaConfig":
+        from .backends import parse_s3_uri
+
+        workspace = environ.get(ENV_WORKSPACE, "")
+        if not workspace:
+            raise ConfigError(f"{ENV_WORKSPACE} is not set (expected s3://bucket/prefix)")
+        if workspace.startswith("s3://"):
+            try:
+                parse_s3_uri(workspace)
+            except BadWorkspace as exc:
+                raise ConfigError(f"{ENV_WORKSPACE}: {exc}") from exc
+        elif "://" in workspace:
+            raise ConfigError(f"{ENV_WORKSPACE} must be s3://bucket/prefix or a local directory, got {workspace!r}")
+        auto_start_raw = environ.get(ENV_AUTO_START, "true").strip().lower()
+        if auto_start_raw not in _TRUE | _FALSE:
+            raise ConfigError(f"{ENV_AUTO_START} must be true or false, got {environ.get(ENV_AUTO_START)!r}")
+        arn = environ.get(ENV_STATE_MACHINE_ARN) or None
+        if arn is not None and not (arn.startswith("arn:") and ":stateMachine:" in arn):
+            raise ConfigError(f"{ENV_STATE_MACHINE_ARN} is not a state machine ARN: {arn!r}")
+        return cls(
+            workspace=workspace,
+            lock_timeout=_number(environ, ENV_LOCK_TIMEOUT, DEFAULT_TIME_LIMIT_SECONDS, float, 1),
+            max_attempts=int(_number(environ, ENV_MAX_ATTEMPTS, DEFAULT_MAX_ATTEMPTS, int, 1)),
+            group_size=int(_number(environ, ENV_GROUP_SIZE, DEFAULT_GROUP_SIZE, int, 1)),
+            processor=environ.get(ENV_PROCESSOR) or LAMBDA_DEFAULT_PROCESSOR,
+            state_machine_arn=arn,
+            auto_start=auto_start_raw in _TRUE,
+            workers=int(_number(environ, ENV_WORKERS, DEFAULT_WORKERS, int, 1)),
+        )

@@ -55,6 +55,10 @@ class ProcessorNotFound(ConfigError):
     """The processor name is neither built in nor an importable ``module:function``."""
 
 
+class InputNotFound(S3wqError):
+    """An input named in a group does not exist or may not be read."""
+
+
 class IndexCorrupt(S3wqError):
     """An index object exists but cannot be decoded (not zstd, bad CSV, bad catalog)."""
 

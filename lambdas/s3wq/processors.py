@@ -8,8 +8,11 @@ used one attempt; s3wq catches it, never the other way round.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import io
 import json
+import mimetypes
 import re
 import time
 from dataclasses import dataclass, field
@@ -20,10 +23,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from . import layout
 from .backends import Backend, S3Backend, make_s3_client, parse_s3_uri
-from .errors import BadSource, ProcessorNotFound, StorageError
+from .errors import BadSource, InputNotFound, ProcessorNotFound, StorageError
 from .index import Group
 
 Processor = Callable[[Group, "ProcessorContext"], Any]
+_MISSING_INPUT_CODES = {"NoSuchKey", "404", "NoSuchBucket", "AccessDenied", "403"}
 
 
 @dataclass
@@ -49,11 +53,18 @@ class ProcessorContext:
             bucket, key = parse_s3_uri(path)
             try:
                 return self._s3_client().get_object(Bucket=bucket, Key=key)["Body"].read()
-            except (ClientError, BotoCoreError) as exc:
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in _MISSING_INPUT_CODES:
+                    raise InputNotFound(f"input {path} does not exist or is not readable") from exc
+                raise StorageError(f"cannot read input {path}: {exc}") from exc
+            except BotoCoreError as exc:
                 raise StorageError(f"cannot read input {path}: {exc}") from exc
         if "://" in path:
             raise BadSource(f"unsupported input scheme in {path!r}")
-        return Path(path).read_bytes()
+        try:
+            return Path(path).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            raise InputNotFound(f"input {path} does not exist or is not readable") from exc
 
     @property
     def result_key(self) -> str:
@@ -70,16 +81,68 @@ def noop(group: Group, ctx: ProcessorContext) -> None:
     """Do nothing: measures the queue itself."""
 
 
-def extract_text(group: Group, ctx: ProcessorContext) -> None:
-    """Decode each input as UTF-8 text and write one JSON line per input."""
+_TEXT_SUFFIXES = {".txt", ".md", ".csv", ".json", ".jsonl", ".tsv", ".html", ".xml"}
+
+
+def _content_type(path: str, data: bytes) -> str:
+    if data.startswith(b"%PDF-") or path.lower().endswith(".pdf"):
+        return "application/pdf"
+    guessed, _ = mimetypes.guess_type(path, strict=False)
+    if Path(path).suffix.lower() in _TEXT_SUFFIXES and not (guessed or "").startswith("text/"):
+        return "text/plain"
+    return guessed or "application/octet-stream"
+
+
+def _pdf_text(data: bytes) -> tuple[str, int]:
+    import pypdf  # imported on first use: it is most of a cold start otherwise
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ExtractionFailed(f"not a readable PDF: {type(exc).__name__}: {exc}") from exc
+    return "\n".join(pages), len(pages)
+
+
+class ExtractionFailed(Exception):
+    """One input could not be turned into text; it becomes an error record, not a failed group."""
+
+
+def text(group: Group, ctx: ProcessorContext) -> None:
+    """Extract the text of each input (PDF, or UTF-8 text) into one JSON line per input.
+
+    A missing, corrupt or unsupported input gets a record with ``error`` and
+    the group still completes; a storage failure raises, so the attempt is
+    retried.
+    """
     records = []
-    for path in group.paths:
-        text = ctx.read_input(path).decode("utf-8", errors="replace")
-        records.append({"path": path, "text": text, "chars": len(text)})
+    for position, path in enumerate(group.paths):
+        record: dict[str, Any] = {"id": f"{group.hash}:{position}", "source": path, "text": None}
+        try:
+            data = ctx.read_input(path)
+        except InputNotFound as exc:
+            records.append({**record, "metadata": {}, "error": str(exc)})
+            continue
+        content_type = _content_type(path, data)
+        metadata = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": content_type, "pages": None}
+        try:
+            if content_type == "application/pdf":
+                record["text"], metadata["pages"] = _pdf_text(data)
+            elif content_type.startswith("text/") or content_type == "application/json":
+                try:
+                    record["text"] = data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ExtractionFailed(f"not UTF-8 text: {exc}") from exc
+            else:
+                raise ExtractionFailed(f"unsupported content type {content_type}")
+        except ExtractionFailed as exc:
+            record["error"] = str(exc)
+        records.append({**record, "metadata": metadata})
     ctx.write_result(records)
 
 
-BUILTIN_PROCESSORS: dict[str, Processor] = {"noop": noop, "extract_text": extract_text}
+BUILTIN_PROCESSORS: dict[str, Processor] = {"noop": noop, "text": text}
 _SPEC_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
 
 

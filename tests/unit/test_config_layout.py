@@ -14,7 +14,7 @@ from s3wq import layout
 from s3wq.backends import LocalBackend, open_backend
 from s3wq.config import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIME_LIMIT_SECONDS, WorkerSettings, default_safety_margin
 from s3wq.errors import BadGroupHash, BadKey, BadWorkspace, ConfigError, ProcessorNotFound, StorageError
-from s3wq.processors import BUILTIN_PROCESSORS, extract_text, load_processor, noop
+from s3wq.processors import BUILTIN_PROCESSORS, text, load_processor, noop
 
 HEX = "0123456789abcdef"
 VALID = "0123456789abcdef0123456789abcdef01234567"
@@ -209,8 +209,8 @@ def test_open_backend_local_directory_and_file_uri(tmp_path):
 
 def test_load_processor_builtins():
     assert load_processor("noop") is noop
-    assert load_processor("extract_text") is extract_text
-    assert set(BUILTIN_PROCESSORS) == {"noop", "extract_text"}
+    assert load_processor("text") is text
+    assert set(BUILTIN_PROCESSORS) == {"noop", "text"}
 
 
 def test_load_processor_module_function():

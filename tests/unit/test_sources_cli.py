@@ -168,7 +168,7 @@ def test_cli_populate_status_work(tmp_path, inputs, local_workspace):
     assert set(doc) == STATUS_KEYS
     assert doc == {"groups": 2, "paths": 4, "done": 0, "failed": 0, "locked": 0, "pending": 2, "remaining": 2}
 
-    work = cli(tmp_path, "work", local_workspace, "--json", "--time-limit", "60", "--worker-id", "cli-worker", "--processor", "extract_text")
+    work = cli(tmp_path, "work", local_workspace, "--json", "--time-limit", "60", "--worker-id", "cli-worker", "--processor", "text")
     assert work.returncode == 0, work.stderr
     report = json.loads(work.stdout)
     assert WORK_KEYS <= set(report)

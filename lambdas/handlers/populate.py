@@ -1,0 +1,116 @@
+"""Populate Lambda: index a manifest uploaded under ``WORKSPACE/manifests/``, then start the workers.
+
+Events:
+
+* S3 ``ObjectCreated:*`` notifications (several records per event; keys
+  arrive URL-encoded, ``+`` for a space); ``s3:TestEvent`` is ignored.
+* A direct invocation: ``{"sources": ["s3://b/pdfs/*.pdf", "@s3://b/list.txt"], "group_size": 10}``.
+
+S3 delivers events at least once. Populating is idempotent per path, and the
+execution started for a manifest is named from the manifest's key and ETag,
+so a repeated event adds nothing and starts nothing new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes import S3Event
+from botocore.exceptions import ClientError
+
+from s3wq.errors import BadInput, BadSource
+from s3wq.index import WorkIndex
+from s3wq.sources import SourceExpander
+
+from .runtime import Runtime, logger, metrics, runtime, tracer
+
+MANIFESTS_DIR = "manifests/"
+# Step Functions execution names: 1-80 characters of [A-Za-z0-9_-].
+_EXECUTION_NAME_PREFIX = "manifest-"
+
+
+def execution_name(bucket: str, key: str, etag: str) -> str:
+    """The same manifest version always maps to the same execution name."""
+    digest = hashlib.sha1(f"{bucket}\0{key}\0{etag.strip(chr(34))}".encode("utf-8")).hexdigest()
+    return _EXECUTION_NAME_PREFIX + digest
+
+
+def start_workers(rt: Runtime, name: str) -> dict:
+    """Start the state machine once per name; a repeat returns the existing execution."""
+    config = rt.config
+    if not (config.state_machine_arn and config.auto_start):
+        return {"execution_arn": None, "execution_started": False}
+    try:
+        response = rt.stepfunctions.start_execution(
+            stateMachineArn=config.state_machine_arn, name=name, input=json.dumps({"workers": config.workers})
+        )
+        return {"execution_arn": response["executionArn"], "execution_started": True}
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
+            raise
+    arn = config.state_machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{name}"
+    logger.info("execution already started for this manifest version", extra={"execution_arn": arn})
+    return {"execution_arn": arn, "execution_started": False}
+
+
+def populate_sources(rt: Runtime, sources: list[str], group_size: int) -> dict:
+    expansion = SourceExpander(rt.s3).expand(sources, strict=False)
+    bad_lines = [{"manifest": b.manifest, "line": b.line_number, "reason": b.reason} for b in expansion.bad_lines]
+    for bad in bad_lines:
+        logger.warning("bad manifest line", extra=bad)
+    result = WorkIndex(rt.backend).populate(expansion.paths, group_size) if expansion.paths else None
+    return {
+        "added_paths": result.added_paths if result else 0,
+        "added_groups": result.added_groups if result else 0,
+        "already_indexed": result.already_indexed if result else 0,
+        "bad_lines": bad_lines,
+    }
+
+
+def _manifest_record(rt: Runtime, record: Any) -> dict:
+    bucket = record.s3.bucket.name
+    key = record.s3.get_object.key  # URL-decoded by Powertools
+    etag = record.s3.get_object.etag or ""
+    uri = f"s3://{bucket}/{key}"
+    workspace = rt.workspace_bucket_and_prefix
+    manifests_prefix = f"{workspace[1]}/{MANIFESTS_DIR}" if workspace and workspace[1] else MANIFESTS_DIR
+    if not record.event_name.startswith("ObjectCreated:"):
+        return {"manifest": uri, "ignored": f"event {record.event_name}"}
+    if workspace is None or bucket != workspace[0] or not key.startswith(manifests_prefix) or key.endswith("/"):
+        return {"manifest": uri, "ignored": f"not under s3://{workspace[0] if workspace else '?'}/{manifests_prefix}"}
+    try:
+        outcome = populate_sources(rt, [f"@{uri}"], rt.config.group_size)
+    except BadSource as exc:
+        # e.g. the manifest was deleted before we read it: report, do not retry forever
+        logger.error("manifest unreadable", extra={"manifest": uri, "error": str(exc)})
+        return {"manifest": uri, "error": str(exc)}
+    metrics.add_metric(name="PathsIndexed", unit="Count", value=outcome["added_paths"])
+    return {"manifest": uri, **outcome, **start_workers(rt, execution_name(bucket, key, etag))}
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: Any, context: Any) -> dict:
+    rt = runtime()
+    if not isinstance(event, dict):
+        raise BadInput(f"populate event must be an object, got {type(event).__name__}")
+    if event.get("Event") == "s3:TestEvent":
+        logger.info("ignoring s3:TestEvent")
+        return {"ignored": "s3:TestEvent"}
+    if "Records" in event:
+        records = [_manifest_record(rt, record) for record in S3Event(event).records]
+        return {"manifests": records}
+    if "sources" in event:
+        sources = event["sources"]
+        if not isinstance(sources, list) or not sources or not all(isinstance(s, str) for s in sources):
+            raise BadInput("'sources' must be a non-empty list of strings")
+        group_size = event.get("group_size", rt.config.group_size)
+        if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 1:
+            raise BadInput(f"'group_size' must be a positive integer, got {group_size!r}")
+        outcome = populate_sources(rt, sources, group_size)
+        name = "sources-" + hashlib.sha1(json.dumps(sorted(sources)).encode("utf-8")).hexdigest()
+        return {**outcome, **start_workers(rt, name)} if outcome["added_paths"] else {**outcome, "execution_arn": None, "execution_started": False}
+    raise BadInput(f"unrecognised populate event (keys: {sorted(event)[:5]}); expected S3 event Records or 'sources'")

@@ -1,0 +1,56 @@
+"""Worker Lambda: one item of the Distributed Map, draining groups until the queue is empty or time runs out.
+
+Event (a Map item): ``{"worker_index": 3, "workers": 50, ...}``.
+Returns ``{worker_id, processed, failed, conflicts, reclaimed, stopped_reason, ...}``.
+A processor exception is one attempt of one group and never fails the
+invocation; a storage failure does, so that Step Functions retries it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from s3wq.config import WorkerSettings
+from s3wq.errors import ConfigError
+from s3wq.queue import Worker
+
+from .runtime import PowertoolsObserver, logger, metrics, remaining_seconds, runtime, tracer
+
+
+def _map_item(event: Any) -> tuple[int, int]:
+    if not isinstance(event, dict):
+        raise ConfigError(f"worker event must be an object like {{'worker_index': 0, 'workers': 1}}, got {type(event).__name__}")
+    try:
+        index, workers = int(event.get("worker_index", 0)), int(event.get("workers", 1))
+    except (TypeError, ValueError):
+        raise ConfigError(f"worker_index and workers must be integers, got {event.get('worker_index')!r}, {event.get('workers')!r}") from None
+    if workers < 1 or not 0 <= index < workers:
+        raise ConfigError(f"worker_index must be in [0, workers), got {index} of {workers}")
+    return index, workers
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def handler(event: Any, context: Any) -> dict:
+    rt = runtime()
+    index, workers = _map_item(event)
+    request_id = getattr(context, "aws_request_id", "local")
+    worker_id = f"w{index}-{request_id[:8]}"
+    logger.append_keys(worker_id=worker_id)
+    settings = WorkerSettings(time_limit=remaining_seconds(context), lock_timeout=rt.config.lock_timeout, max_attempts=rt.config.max_attempts)
+    worker = Worker(
+        rt.backend,
+        rt.processor,
+        settings,
+        worker_id=worker_id,
+        position=index / workers,
+        remaining_time=lambda: remaining_seconds(context),
+        observer=PowertoolsObserver(worker_id),
+    )
+    report = worker.run()
+    metrics.add_metric(name="LocksReclaimed", unit=MetricUnit.Count, value=report.reclaimed)
+    logger.info("worker stopped", extra=report.to_dict())
+    return report.to_dict()
