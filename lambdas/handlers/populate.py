@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any
+from urllib.parse import unquote_plus
 
 from aws_lambda_powertools.utilities.data_classes import S3Event
 from botocore.exceptions import ClientError
@@ -38,21 +39,30 @@ def execution_name(bucket: str, key: str, etag: str) -> str:
 
 
 def start_workers(rt: Runtime, name: str) -> dict:
-    """Start the state machine once per name; a repeat returns the existing execution."""
+    """Start the state machine once per name; a repeat reports the existing execution."""
     config = rt.config
     if not (config.state_machine_arn and config.auto_start):
         return {"execution_arn": None, "execution_started": False}
+    arn = config.state_machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{name}"
+    # StartExecution with a running execution's name and input returns that
+    # execution as if it had started it; ask first so a redelivered event
+    # says truthfully that it started nothing.
+    try:
+        rt.stepfunctions.describe_execution(executionArn=arn)
+        logger.info("execution already started for this manifest version", extra={"execution_arn": arn})
+        return {"execution_arn": arn, "execution_started": False}
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "ExecutionDoesNotExist":
+            raise
     try:
         response = rt.stepfunctions.start_execution(
             stateMachineArn=config.state_machine_arn, name=name, input=json.dumps({"workers": config.workers})
         )
-        return {"execution_arn": response["executionArn"], "execution_started": True}
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
             raise
-    arn = config.state_machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{name}"
-    logger.info("execution already started for this manifest version", extra={"execution_arn": arn})
-    return {"execution_arn": arn, "execution_started": False}
+        return {"execution_arn": arn, "execution_started": False}
+    return {"execution_arn": response["executionArn"], "execution_started": True}
 
 
 def populate_sources(rt: Runtime, sources: list[str], group_size: int) -> dict:
@@ -71,7 +81,9 @@ def populate_sources(rt: Runtime, sources: list[str], group_size: int) -> dict:
 
 def _manifest_record(rt: Runtime, record: Any) -> dict:
     bucket = record.s3.bucket.name
-    key = record.s3.get_object.key  # URL-decoded by Powertools
+    # S3 URL-encodes keys in events ("+" for a space); Powertools' record
+    # accessor hands the key over as sent.
+    key = unquote_plus(record.s3.get_object.key)
     etag = record.s3.get_object.etag or ""
     uri = f"s3://{bucket}/{key}"
     workspace = rt.workspace_bucket_and_prefix

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .errors import BadWorkspace, ConfigError
@@ -64,7 +65,7 @@ ENV_WORKERS = "S3WQ_WORKERS"
 
 DEFAULT_WORKERS = 10
 LAMBDA_DEFAULT_PROCESSOR = "text"
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 def _number(environ: dict, name: str, default: float, kind: type, minimum: float) -> float:
@@ -75,8 +76,8 @@ def _number(environ: dict, name: str, default: float, kind: type, minimum: float
         value = kind(raw)
     except ValueError:
         raise ConfigError(f"{name} must be a{'n integer' if kind is int else ' number'}, got {raw!r}") from None
-    if value < minimum:
-        raise ConfigError(f"{name} must be at least {minimum}, got {raw!r}")
+    if not math.isfinite(value) or value < minimum:
+        raise ConfigError(f"{name} must be a finite number of at least {minimum}, got {raw!r}")
     return value
 
 
@@ -107,7 +108,7 @@ class LambdaConfig:
                 raise ConfigError(f"{ENV_WORKSPACE}: {exc}") from exc
         elif "://" in workspace:
             raise ConfigError(f"{ENV_WORKSPACE} must be s3://bucket/prefix or a local directory, got {workspace!r}")
-        auto_start_raw = environ.get(ENV_AUTO_START, "true").strip().lower()
+        auto_start_raw = (environ.get(ENV_AUTO_START) or "true").strip().lower()
         if auto_start_raw not in _TRUE | _FALSE:
             raise ConfigError(f"{ENV_AUTO_START} must be true or false, got {environ.get(ENV_AUTO_START)!r}")
         arn = environ.get(ENV_STATE_MACHINE_ARN) or None

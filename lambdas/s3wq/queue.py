@@ -223,29 +223,25 @@ class ClaimProtocol:
         except ObjectExists:
             pass  # a previous holder recorded it and died before marking the lock
         body = LockBody(claim.owner, self.worker_id, claim.attempt, _now_iso(), failed=True, error=error)
+        return self._rewrite(claim, body) is not None
+
+    def _rewrite(self, claim: Claim, body: LockBody) -> str | None:
+        """Replace our own lock's body; the new ETag, or None if the lock is no longer ours."""
         try:
-            self.backend.replace(layout.lock_key(claim.hash), body.encode(), claim.etag)
-            return True
+            return self.backend.replace(layout.lock_key(claim.hash), body.encode(), claim.etag)
         except (ObjectChanged, ObjectNotFound):
-            return False
+            return None
 
     def next_attempt(self, claim: Claim, error: str) -> Claim | None:
         """Keep the lock for another attempt, recording the count first so a crash still uses it up."""
         body = LockBody(claim.owner, self.worker_id, claim.attempt + 1, _now_iso(), error=error)
-        try:
-            etag = self.backend.replace(layout.lock_key(claim.hash), body.encode(), claim.etag)
-        except (ObjectChanged, ObjectNotFound):
-            return None
-        return Claim(claim.hash, etag, body.attempt, reclaimed=claim.reclaimed, owner=claim.owner)
+        etag = self._rewrite(claim, body)
+        return None if etag is None else Claim(claim.hash, etag, body.attempt, reclaimed=claim.reclaimed, owner=claim.owner)
 
     def release_for_retry(self, claim: Claim, error: str) -> bool:
         """Hand the group back after a failed attempt, keeping its attempt count; False if we had lost the lock."""
         body = LockBody(claim.owner, self.worker_id, claim.attempt, _now_iso(), released=True, error=error)
-        try:
-            self.backend.replace(layout.lock_key(claim.hash), body.encode(), claim.etag)
-            return True
-        except (ObjectChanged, ObjectNotFound):
-            return False
+        return self._rewrite(claim, body) is not None
 
     def release(self, claim: Claim) -> bool:
         """Delete our lock only if it is still ours; False if it had been taken over or removed."""

@@ -1,0 +1,145 @@
+"""LambdaConfig.from_env: the defaults, every value parsed, and each bad setting refused with its variable's name."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from s3wq import config
+from s3wq.config import (
+    ENV_AUTO_START,
+    ENV_GROUP_SIZE,
+    ENV_LOCK_TIMEOUT,
+    ENV_MAX_ATTEMPTS,
+    ENV_PROCESSOR,
+    ENV_STATE_MACHINE_ARN,
+    ENV_WORKERS,
+    ENV_WORKSPACE,
+    LambdaConfig,
+)
+from s3wq.errors import ConfigError
+
+WORKSPACE = "s3://s3wq-data/ws"
+STATE_MACHINE_ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:s3wq-drain"
+
+
+def test_only_the_workspace_is_required_and_everything_else_has_its_one_default():
+    parsed = LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE})
+
+    assert parsed == LambdaConfig(
+        workspace=WORKSPACE,
+        lock_timeout=config.DEFAULT_TIME_LIMIT_SECONDS,
+        max_attempts=config.DEFAULT_MAX_ATTEMPTS,
+        group_size=config.DEFAULT_GROUP_SIZE,
+        processor=config.LAMBDA_DEFAULT_PROCESSOR,
+        state_machine_arn=None,
+        auto_start=True,
+        workers=config.DEFAULT_WORKERS,
+    )
+    # The Lambda maximum, and the built-in processor the Lambda ships for.
+    assert (parsed.lock_timeout, parsed.processor) == (900.0, "text")
+
+
+def test_empty_values_mean_the_default():
+    names = [ENV_LOCK_TIMEOUT, ENV_MAX_ATTEMPTS, ENV_GROUP_SIZE, ENV_PROCESSOR, ENV_STATE_MACHINE_ARN, ENV_WORKERS]
+
+    parsed = LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, **{name: "" for name in names}})
+
+    assert parsed == LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE})
+
+
+def test_an_empty_auto_start_means_the_default():
+    # As for every other variable: an empty value is an unset one.
+    assert LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_AUTO_START: ""}).auto_start is True
+
+
+def test_every_variable_is_parsed_to_its_type():
+    parsed = LambdaConfig.from_env(
+        {
+            ENV_WORKSPACE: WORKSPACE,
+            ENV_LOCK_TIMEOUT: "1800.5",
+            ENV_MAX_ATTEMPTS: "5",
+            ENV_GROUP_SIZE: "25",
+            ENV_PROCESSOR: "mypkg.ocr:process",
+            ENV_STATE_MACHINE_ARN: STATE_MACHINE_ARN,
+            ENV_AUTO_START: " Off ",
+            ENV_WORKERS: "50",
+        }
+    )
+
+    assert parsed == LambdaConfig(
+        workspace=WORKSPACE,
+        lock_timeout=1800.5,
+        max_attempts=5,
+        group_size=25,
+        processor="mypkg.ocr:process",
+        state_machine_arn=STATE_MACHINE_ARN,
+        auto_start=False,
+        workers=50,
+    )
+    assert all(type(v) is int for v in (parsed.max_attempts, parsed.group_size, parsed.workers))
+
+
+@pytest.mark.parametrize("raw", ["1", "true", "TRUE", "yes", " on "])
+def test_auto_start_accepts_the_usual_spellings_of_true(raw):
+    assert LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_AUTO_START: raw}).auto_start is True
+
+
+@pytest.mark.parametrize("raw", ["0", "false", "False", "no", "off"])
+def test_auto_start_accepts_the_usual_spellings_of_false(raw):
+    assert LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_AUTO_START: raw}).auto_start is False
+
+
+def test_a_local_directory_is_a_workspace_too():
+    assert LambdaConfig.from_env({ENV_WORKSPACE: "data/ws"}).workspace == "data/ws"
+
+
+@pytest.mark.parametrize(
+    "environ, variable",
+    [
+        pytest.param({ENV_WORKSPACE: None}, ENV_WORKSPACE, id="workspace-missing"),
+        pytest.param({ENV_WORKSPACE: ""}, ENV_WORKSPACE, id="workspace-empty"),
+        pytest.param({ENV_WORKSPACE: "gs://s3wq-data/ws"}, ENV_WORKSPACE, id="workspace-gs"),
+        pytest.param({ENV_WORKSPACE: "s3://S3WQ_Data/ws"}, ENV_WORKSPACE, id="workspace-bad-bucket"),
+        pytest.param({ENV_WORKSPACE: "s3://ab/ws"}, ENV_WORKSPACE, id="workspace-short-bucket"),
+        pytest.param({ENV_MAX_ATTEMPTS: "three"}, ENV_MAX_ATTEMPTS, id="max-attempts-word"),
+        pytest.param({ENV_MAX_ATTEMPTS: "2.5"}, ENV_MAX_ATTEMPTS, id="max-attempts-fraction"),
+        pytest.param({ENV_MAX_ATTEMPTS: "0"}, ENV_MAX_ATTEMPTS, id="max-attempts-zero"),
+        pytest.param({ENV_GROUP_SIZE: "0"}, ENV_GROUP_SIZE, id="group-size-zero"),
+        pytest.param({ENV_GROUP_SIZE: "-4"}, ENV_GROUP_SIZE, id="group-size-negative"),
+        pytest.param({ENV_LOCK_TIMEOUT: "abc"}, ENV_LOCK_TIMEOUT, id="lock-timeout-word"),
+        pytest.param({ENV_LOCK_TIMEOUT: "0"}, ENV_LOCK_TIMEOUT, id="lock-timeout-zero"),
+        pytest.param({ENV_AUTO_START: "maybe"}, ENV_AUTO_START, id="auto-start-maybe"),
+        pytest.param({ENV_STATE_MACHINE_ARN: "s3wq-drain"}, ENV_STATE_MACHINE_ARN, id="arn-bare-name"),
+        pytest.param(
+            {ENV_STATE_MACHINE_ARN: "arn:aws:lambda:us-east-1:123456789012:function:s3wq-worker"}, ENV_STATE_MACHINE_ARN, id="arn-of-a-lambda"
+        ),
+        pytest.param({ENV_WORKERS: "0"}, ENV_WORKERS, id="workers-zero"),
+    ],
+)
+def test_a_bad_setting_raises_config_error_naming_the_variable(environ, variable):
+    # None removes the variable.
+    full = {name: value for name, value in {ENV_WORKSPACE: WORKSPACE, **environ}.items() if value is not None}
+
+    with pytest.raises(ConfigError) as raised:
+        LambdaConfig.from_env(full)
+
+    assert variable in str(raised.value)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_lock_timeout_that_is_not_a_number_of_seconds_is_refused_at_start(value):
+    with pytest.raises(ConfigError) as raised:
+        LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_LOCK_TIMEOUT: value})
+
+    assert ENV_LOCK_TIMEOUT in str(raised.value)
+
+
+def test_the_config_is_frozen():
+    parsed = LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE})
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        parsed.group_size = 1  # type: ignore[misc]
+
+    assert parsed.group_size == config.DEFAULT_GROUP_SIZE

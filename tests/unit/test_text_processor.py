@@ -1,0 +1,158 @@
+"""The built-in ``text`` processor on real files: one JSON line per input, in order; a bad input is an error record, never a failed group."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from s3wq import layout
+from s3wq.config import WorkerSettings
+from s3wq.index import Group, WorkIndex
+from s3wq.processors import ProcessorContext, text
+from s3wq.queue import Worker
+from s3wq.samples import make_pdf
+
+PDF_PAGES = [["Invoice 2024-001", "Total due: 42 EUR (net)"], ["Page two says hello"]]
+UNICODE_TEXT = "Grüße aus Köln — naïve café, 東京, ✓\nsecond line\n"
+PNG_BYTES = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
+
+
+def group_of(paths: list[str]) -> Group:
+    return Group(layout.group_hash(paths), tuple(paths))
+
+
+def run_text(backend, paths: list[str]) -> tuple[Group, list[dict]]:
+    """Run the processor on one group, as a worker would, and read back the records it wrote."""
+    group = group_of(paths)
+    ctx = ProcessorContext(worker_id="w-test", attempt=1, deadline=time.time() + 60, group=group, backend=backend)
+    text(group, ctx)
+    return group, read_records(backend, group)
+
+
+def read_records(backend, group: Group) -> list[dict]:
+    body = backend.read(layout.result_key(group.hash)).body.decode("utf-8")
+    assert body.endswith("\n")
+    return [json.loads(line) for line in body.splitlines()]
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """Write named inputs under tmp_path and return their paths, in the order given."""
+
+    def write(**files: bytes) -> list[str]:
+        paths = []
+        for name, data in files.items():
+            path = tmp_path / "inputs" / name.replace("_", ".", 1)
+            path.parent.mkdir(exist_ok=True)
+            path.write_bytes(data)
+            paths.append(str(path))
+        return paths
+
+    return write
+
+
+def test_a_pdf_becomes_its_text_with_page_count_size_and_digest(local_backend, inputs):
+    data = make_pdf(PDF_PAGES)
+    [path] = inputs(scan_pdf=data)
+
+    group, [record] = run_text(local_backend, [path])
+
+    assert "error" not in record
+    assert record["id"] == f"{group.hash}:0"
+    assert record["source"] == path
+    for line in PDF_PAGES[0] + PDF_PAGES[1]:
+        assert line in record["text"]
+    # Page one's lines come before page two's.
+    assert record["text"].index(PDF_PAGES[0][1]) < record["text"].index(PDF_PAGES[1][0])
+    assert record["metadata"] == {
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "content_type": "application/pdf",
+        "pages": 2,
+    }
+
+
+def test_a_utf8_text_file_is_kept_exactly_and_written_unescaped(local_backend, inputs):
+    data = UNICODE_TEXT.encode("utf-8")
+    [path] = inputs(notes_txt=data)
+
+    group, [record] = run_text(local_backend, [path])
+
+    assert "error" not in record
+    assert record["text"] == UNICODE_TEXT
+    assert record["metadata"] == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": "text/plain", "pages": None}
+    # The result object is UTF-8 JSON, not \\u escapes.
+    assert "Grüße aus Köln" in local_backend.read(layout.result_key(group.hash)).body.decode("utf-8")
+
+
+def test_a_text_file_that_is_not_utf8_is_an_error_record(local_backend, inputs):
+    [path] = inputs(latin1_txt="Grüße".encode("latin-1"))
+
+    _, [record] = run_text(local_backend, [path])
+
+    assert record["text"] is None
+    assert "not UTF-8" in record["error"]
+    assert record["metadata"]["content_type"] == "text/plain"
+
+
+def test_a_missing_input_is_an_error_record(local_backend, tmp_path):
+    path = str(tmp_path / "inputs" / "gone.pdf")
+
+    _, [record] = run_text(local_backend, [path])
+
+    assert record["source"] == path
+    assert record["text"] is None
+    assert record["metadata"] == {}
+    assert "does not exist" in record["error"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b"%PDF-1.4 garbage", id="garbage-after-header"),
+        pytest.param(make_pdf(PDF_PAGES)[: len(make_pdf(PDF_PAGES)) // 2], id="truncated"),
+    ],
+)
+def test_a_corrupt_pdf_is_an_error_record_with_its_metadata(local_backend, inputs, data):
+    [path] = inputs(broken_pdf=data)
+
+    _, [record] = run_text(local_backend, [path])
+
+    assert record["text"] is None
+    assert "not a readable PDF" in record["error"]
+    assert record["metadata"] == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": "application/pdf", "pages": None}
+
+
+def test_an_unsupported_binary_is_an_error_record(local_backend, inputs):
+    [path] = inputs(pixel_png=PNG_BYTES)
+
+    _, [record] = run_text(local_backend, [path])
+
+    assert record["text"] is None
+    assert record["error"] == "unsupported content type image/png"
+    assert record["metadata"]["content_type"] == "image/png"
+    assert record["metadata"]["bytes"] == len(PNG_BYTES)
+
+
+def test_a_worker_completes_a_group_of_good_and_bad_inputs_with_one_line_per_input_in_order(local_backend, inputs, tmp_path):
+    paths = inputs(a_pdf=make_pdf(PDF_PAGES), b_txt=UNICODE_TEXT.encode("utf-8"), d_pdf=b"%PDF-1.4 garbage", e_png=PNG_BYTES)
+    paths.insert(2, str(tmp_path / "inputs" / "c-missing.pdf"))
+    WorkIndex(local_backend).populate(paths, group_size=len(paths))
+    [group] = WorkIndex(local_backend).iter_groups()
+
+    report = Worker(local_backend, text, WorkerSettings(time_limit=60, max_attempts=1), worker_id="w-text").run()
+
+    assert (report.processed, report.failed, report.stopped_reason) == (1, 0, "queue_empty")
+    assert local_backend.exists(layout.done_key(group.hash))
+    assert list(local_backend.list_keys("failed_flags/")) == []
+    assert list(local_backend.list_keys("worker_locks/")) == []
+    assert list(local_backend.list_keys("results/")) == [f"results/output_{group.hash}.jsonl"]
+    records = read_records(local_backend, group)
+    assert [r["source"] for r in records] == list(group.paths)
+    assert [r["id"] for r in records] == [f"{group.hash}:{i}" for i in range(len(paths))]
+    errors = {Path(r["source"]).name: "error" in r for r in records}
+    assert errors == {"a.pdf": False, "b.txt": False, "c-missing.pdf": True, "d.pdf": True, "e.png": True}
