@@ -1,0 +1,21 @@
+#!/usr/bin/env python3
+"""CDK app: ``cdk synth`` / ``cdk deploy`` (settings from context, see infra/settings.py and README "Deploy")."""
+
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+# The stack reads the library's environment-variable names and key layout
+# from the library itself, so the two cannot drift apart.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "lambdas"))
+
+from infra.settings import DeploySettings  # noqa: E402
+from infra.stack import S3wqStack  # noqa: E402
+
+app = cdk.App()
+stack_name = app.node.try_get_context("stackName") or "S3wq"
+S3wqStack(app, stack_name, settings=DeploySettings.from_context(app), description="s3wq: an S3-only distributed work queue")
+cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+app.synth()

@@ -1,0 +1,1 @@
+"""The CDK app: one Construct per concern, wired together by :class:`infra.stack.S3wqStack`."""

@@ -1,0 +1,89 @@
+"""The three Lambda functions, each with its own role and log group; the Stack grants what each may touch."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from s3wq import config as s3wq_config
+
+from .settings import DeploySettings
+
+# The newest Python runtime this aws-cdk-lib offers.
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
+STATUS_TIMEOUT_SECONDS = 300
+STATUS_MEMORY_MB = 1024
+
+
+class QueueFunctions(Construct):
+    """Exposes ``populate``, ``worker`` and ``status`` (``lambda_.Function``)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, code: lambda_.Code, settings: DeploySettings, workspace_uri: str):
+        super().__init__(scope, construct_id)
+        self._code = code
+        self._settings = settings
+        common = {
+            s3wq_config.ENV_WORKSPACE: workspace_uri,
+            s3wq_config.ENV_MAX_ATTEMPTS: str(settings.max_attempts),
+            s3wq_config.ENV_PROCESSOR: settings.processor,
+            "POWERTOOLS_SERVICE_NAME": "s3wq",
+            "POWERTOOLS_METRICS_NAMESPACE": "s3wq",
+            "POWERTOOLS_TRACE_DISABLED": "false" if settings.tracing else "true",
+        }
+        self.worker = self._function(
+            "Worker",
+            handler="handlers.worker.handler",
+            timeout=settings.worker_timeout_seconds,
+            memory=settings.worker_memory_mb,
+            # One source for both: a lock goes stale only after its holder's
+            # invocation has certainly ended.
+            environment={**common, s3wq_config.ENV_LOCK_TIMEOUT: str(settings.worker_timeout_seconds)},
+            description="s3wq worker: claims and processes groups until the queue is empty or time runs out",
+        )
+        self.populate = self._function(
+            "Populate",
+            handler="handlers.populate.handler",
+            timeout=settings.populate_timeout_seconds,
+            memory=settings.populate_memory_mb,
+            environment={
+                **common,
+                s3wq_config.ENV_GROUP_SIZE: str(settings.group_size),
+                s3wq_config.ENV_WORKERS: str(settings.default_workers),
+                s3wq_config.ENV_AUTO_START: "true",
+            },
+            description="s3wq populate: indexes uploaded manifests and starts the workers",
+        )
+        self.status = self._function(
+            "Status",
+            handler="handlers.status.handler",
+            timeout=STATUS_TIMEOUT_SECONDS,
+            memory=STATUS_MEMORY_MB,
+            environment=common,
+            description="s3wq status: counts done, failed, locked and pending groups",
+        )
+
+    def _function(self, name: str, *, handler: str, timeout: int, memory: int, environment: dict, description: str) -> lambda_.Function:
+        log_group = logs.LogGroup(self, f"{name}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        # Our own role instead of the AWS-managed basic execution policy: it
+        # may write to this function's log group and nothing else.
+        role = iam.Role(self, f"{name}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"s3wq {name.lower()} function")
+        role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]))
+        return lambda_.Function(
+            self,
+            name,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURES[self._settings.architecture],
+            code=self._code,
+            handler=handler,
+            timeout=Duration.seconds(timeout),
+            memory_size=memory,
+            role=role,
+            log_group=log_group,
+            tracing=lambda_.Tracing.ACTIVE if self._settings.tracing else lambda_.Tracing.DISABLED,
+            environment=environment,
+            description=description,
+        )

@@ -1,0 +1,195 @@
+"""The Standard state machine: a Distributed Map of worker Lambdas in a bounded drain loop.
+
+    Defaults -> ReadInput -> CheckInput -> Init -> CountBefore -+-> NextRound -> RunWorkers -> CountAfter -> MoreRounds?
+                                                     |        ^                                     |  |  |
+                                                     |        +---------- progress -----------------+  |  |
+                                                     |        +-- WaitForLocks <- locks still held ----+  |
+                                                     +-> Summary <- nothing left / no progress / rounds --+
+                                                          -> Verdict: Succeed | TooManyFailedGroups | WorkRemaining
+
+Input ``{"workers": N, "failureTolerance": F}``, both optional. The Map gets
+N items ``{"worker_index": i, "workers": N}`` and runs them all at once
+(MaxConcurrencyPath). A round that leaves groups behind is followed by another
+while it made progress; when it did not but locks are still held (a worker
+died holding one), the loop waits out the lock timeout first.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from .settings import DeploySettings
+
+# Lambda's own transient errors, retried with exponential backoff and full
+# jitter so that hundreds of Map children do not retry in lockstep.
+LAMBDA_TRANSIENT_ERRORS = [
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+    "Lambda.ClientExecutionTimeoutException",
+]
+# A worker that hit a storage failure (S3 5xx after the SDK's own retries)
+# raises StorageError; the invocation is worth another go.
+WORKER_RETRYABLE_ERRORS = ["StorageError"]
+
+
+def _retry_lambda_errors(task: tasks.LambdaInvoke) -> tasks.LambdaInvoke:
+    task.add_retry(
+        errors=LAMBDA_TRANSIENT_ERRORS,
+        interval=Duration.seconds(2),
+        max_attempts=6,
+        backoff_rate=2,
+        max_delay=Duration.seconds(60),
+        jitter_strategy=sfn.JitterType.FULL,
+    )
+    return task
+
+
+class WorkerStateMachine(Construct):
+    """Exposes ``state_machine`` and its ``log_group``."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, worker: lambda_.IFunction, status: lambda_.IFunction, settings: DeploySettings):
+        super().__init__(scope, construct_id)
+
+        defaults = sfn.Pass(
+            self,
+            "Defaults",
+            result=sfn.Result.from_object({"workers": settings.default_workers, "failureTolerance": 0}),
+            result_path="$.defaults",
+        )
+        read_input = sfn.Pass(
+            self,
+            "ReadInput",
+            comment="The execution input over the defaults",
+            parameters={"args": sfn.JsonPath.json_merge(sfn.JsonPath.object_at("$.defaults"), sfn.JsonPath.object_at("$$.Execution.Input"))},
+        )
+        bad_input = sfn.Fail(
+            self,
+            "BadInput",
+            error="BadInput",
+            cause=f"'workers' must be a number from 1 to {settings.max_workers} and 'failureTolerance' a number",
+        )
+        cap_workers = sfn.Pass(
+            self,
+            "CapWorkers",
+            comment=f"At most maxWorkers ({settings.max_workers}) workers",
+            parameters={"workers": settings.max_workers, "failureTolerance": sfn.JsonPath.number_at("$.args.failureTolerance")},
+            result_path="$.args",
+        )
+        init = sfn.Pass(
+            self,
+            "Init",
+            parameters={
+                "workers": sfn.JsonPath.number_at("$.args.workers"),
+                "failureTolerance": sfn.JsonPath.number_at("$.args.failureTolerance"),
+                # [0, 1, ..., workers - 1]; CDK's array_range helper takes literal numbers only.
+                "items.$": "States.ArrayRange(0, States.MathAdd($.args.workers, -1), 1)",
+                "round": 0,
+            },
+        )
+        count_before = _retry_lambda_errors(
+            tasks.LambdaInvoke(self, "CountBefore", lambda_function=status, payload_response_only=True, retry_on_service_exceptions=False, result_path="$.status")
+        )
+        next_round = sfn.Pass(
+            self,
+            "NextRound",
+            parameters={
+                "workers": sfn.JsonPath.number_at("$.workers"),
+                "failureTolerance": sfn.JsonPath.number_at("$.failureTolerance"),
+                "items": sfn.JsonPath.list_at("$.items"),
+                "round": sfn.JsonPath.math_add(sfn.JsonPath.number_at("$.round"), 1),
+                "lastRemaining": sfn.JsonPath.number_at("$.status.remaining"),
+            },
+        )
+        work = _retry_lambda_errors(tasks.LambdaInvoke(self, "Work", lambda_function=worker, payload_response_only=True, retry_on_service_exceptions=False))
+        work.add_retry(errors=WORKER_RETRYABLE_ERRORS, interval=Duration.seconds(5), max_attempts=3, backoff_rate=2, jitter_strategy=sfn.JitterType.FULL)
+        run_workers = sfn.DistributedMap(
+            self,
+            "RunWorkers",
+            comment="One worker Lambda per item, all at once",
+            items_path="$.items",
+            item_selector={"worker_index": sfn.JsonPath.number_at("$$.Map.Item.Value"), "workers": sfn.JsonPath.number_at("$.workers")},
+            max_concurrency_path="$.workers",
+            # A failed worker leaves its groups to the next round (their locks
+            # go stale); the loop below judges the round by what got done.
+            tolerated_failure_percentage=100,
+            # Reports of up to 1,000 workers would overflow the 256 KB state.
+            result_path=sfn.JsonPath.DISCARD,
+        ).item_processor(work)
+        count_after = _retry_lambda_errors(
+            tasks.LambdaInvoke(self, "CountAfter", lambda_function=status, payload_response_only=True, retry_on_service_exceptions=False, result_path="$.status")
+        )
+        wait_for_locks = sfn.Wait(
+            self,
+            "WaitForLocks",
+            comment="No progress, but locks are held: let them go stale (lock timeout = worker timeout)",
+            time=sfn.WaitTime.duration(Duration.seconds(settings.worker_timeout_seconds + 5)),
+        )
+        summary = sfn.Pass(
+            self,
+            "Summary",
+            parameters={
+                "groups": sfn.JsonPath.number_at("$.status.groups"),
+                "done": sfn.JsonPath.number_at("$.status.done"),
+                "failed": sfn.JsonPath.number_at("$.status.failed"),
+                "remaining": sfn.JsonPath.number_at("$.status.remaining"),
+                "rounds": sfn.JsonPath.number_at("$.round"),
+                "failureTolerance": sfn.JsonPath.number_at("$.failureTolerance"),
+            },
+        )
+        verdict = (
+            sfn.Choice(self, "Verdict")
+            .when(
+                sfn.Condition.number_greater_than_json_path("$.failed", "$.failureTolerance"),
+                sfn.Fail(self, "TooManyFailedGroups", error="TooManyFailedGroups", cause="More groups failed than failureTolerance allows; see failed_flags/"),
+            )
+            .when(
+                sfn.Condition.number_greater_than("$.remaining", 0),
+                sfn.Fail(self, "WorkRemaining", error="WorkRemaining", cause="Groups remain after the last round made no progress or maxRounds was reached"),
+            )
+            .otherwise(sfn.Succeed(self, "Drained"))
+        )
+        summary.next(verdict)
+
+        more_rounds = (
+            sfn.Choice(self, "MoreRounds")
+            .when(sfn.Condition.number_equals("$.status.remaining", 0), summary)
+            .when(sfn.Condition.number_greater_than_equals("$.round", settings.max_rounds), summary)
+            .when(sfn.Condition.number_less_than_json_path("$.status.remaining", "$.lastRemaining"), next_round)
+            .when(sfn.Condition.number_greater_than("$.status.locked", 0), wait_for_locks.next(next_round))
+            .otherwise(summary)
+        )
+        next_round.next(run_workers).next(count_after).next(more_rounds)
+        anything_to_do = sfn.Choice(self, "AnythingToDo").when(sfn.Condition.number_equals("$.status.remaining", 0), summary).otherwise(next_round)
+        check_input = (
+            sfn.Choice(self, "CheckInput")
+            .when(
+                sfn.Condition.or_(
+                    sfn.Condition.not_(sfn.Condition.is_numeric("$.args.workers")),
+                    sfn.Condition.not_(sfn.Condition.is_numeric("$.args.failureTolerance")),
+                    sfn.Condition.number_less_than("$.args.workers", 1),
+                ),
+                bad_input,
+            )
+            .when(sfn.Condition.number_greater_than("$.args.workers", settings.max_workers), cap_workers.next(init))
+            .otherwise(init)
+        )
+        init.next(count_before).next(anything_to_do)
+        definition = defaults.next(read_input).next(check_input)
+
+        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+            tracing_enabled=True,
+            comment="s3wq: run worker Lambdas until the queue is drained",
+        )

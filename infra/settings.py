@@ -1,0 +1,133 @@
+"""Deployment settings, read once from CDK context, with every default defined here.
+
+Set any of them with ``cdk deploy -c name=value`` or in ``cdk.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from constructs import Construct
+
+# Step Functions' States.ArrayRange returns at most 1,000 items, and the
+# worker items are built with it.
+MAX_WORKERS_LIMIT = 1000
+# Lambda's hard limit.
+LAMBDA_MAX_TIMEOUT_SECONDS = 900
+
+_BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_PREFIX_RE = re.compile(r"[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*")
+
+
+@dataclass(frozen=True)
+class InputLocation:
+    bucket: str
+    prefix: str  # "" for the whole bucket
+
+
+@dataclass(frozen=True)
+class DeploySettings:
+    bucket_name: str | None = None
+    workspace_prefix: str = "s3wq"
+    worker_timeout_seconds: int = LAMBDA_MAX_TIMEOUT_SECONDS
+    worker_memory_mb: int = 1769  # one full vCPU
+    populate_timeout_seconds: int = LAMBDA_MAX_TIMEOUT_SECONDS
+    populate_memory_mb: int = 3008
+    max_workers: int = MAX_WORKERS_LIMIT
+    default_workers: int = 10
+    max_rounds: int = 10
+    max_attempts: int = 3
+    group_size: int = 10
+    processor: str = "text"
+    architecture: str = "arm64"
+    tracing: bool = True
+    bundling: bool = True
+    input_buckets: tuple[InputLocation, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_context(cls, scope: Construct) -> "DeploySettings":
+        def get(name: str, default: Any, parse: Callable[[Any], Any]) -> Any:
+            raw = scope.node.try_get_context(name)
+            if raw is None or raw == "":
+                return default
+            try:
+                return parse(raw)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"context {name!r}: {exc}") from None
+
+        settings = cls(
+            bucket_name=get("bucketName", None, str),
+            workspace_prefix=get("workspacePrefix", cls.workspace_prefix, lambda v: str(v).strip("/")),
+            worker_timeout_seconds=get("workerTimeoutSeconds", cls.worker_timeout_seconds, int),
+            worker_memory_mb=get("workerMemoryMb", cls.worker_memory_mb, int),
+            populate_timeout_seconds=get("populateTimeoutSeconds", cls.populate_timeout_seconds, int),
+            populate_memory_mb=get("populateMemoryMb", cls.populate_memory_mb, int),
+            max_workers=get("maxWorkers", cls.max_workers, int),
+            default_workers=get("defaultWorkers", cls.default_workers, int),
+            max_rounds=get("maxRounds", cls.max_rounds, int),
+            max_attempts=get("maxAttempts", cls.max_attempts, int),
+            group_size=get("groupSize", cls.group_size, int),
+            processor=get("processor", cls.processor, str),
+            architecture=get("architecture", cls.architecture, str),
+            tracing=get("tracing", cls.tracing, _bool),
+            bundling=get("bundling", cls.bundling, _bool),
+            input_buckets=get("inputBuckets", (), _input_locations),
+        )
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        problems = []
+        if self.bucket_name is not None and not _BUCKET_RE.fullmatch(self.bucket_name):
+            problems.append(f"bucketName {self.bucket_name!r} is not a valid bucket name")
+        if not _PREFIX_RE.fullmatch(self.workspace_prefix):
+            problems.append(f"workspacePrefix {self.workspace_prefix!r} must be a non-empty key prefix without spaces or '..'")
+        if ".." in self.workspace_prefix.split("/"):
+            problems.append("workspacePrefix may not contain '..'")
+        for name, value in (("workerTimeoutSeconds", self.worker_timeout_seconds), ("populateTimeoutSeconds", self.populate_timeout_seconds)):
+            if not 10 <= value <= LAMBDA_MAX_TIMEOUT_SECONDS:
+                problems.append(f"{name} must be between 10 and {LAMBDA_MAX_TIMEOUT_SECONDS}, got {value}")
+        for name, value in (("workerMemoryMb", self.worker_memory_mb), ("populateMemoryMb", self.populate_memory_mb)):
+            if not 128 <= value <= 10240:
+                problems.append(f"{name} must be between 128 and 10240, got {value}")
+        if not 1 <= self.max_workers <= MAX_WORKERS_LIMIT:
+            problems.append(f"maxWorkers must be between 1 and {MAX_WORKERS_LIMIT}, got {self.max_workers}")
+        if not 1 <= self.default_workers <= self.max_workers:
+            problems.append(f"defaultWorkers must be between 1 and maxWorkers ({self.max_workers}), got {self.default_workers}")
+        for name, value in (("maxRounds", self.max_rounds), ("maxAttempts", self.max_attempts), ("groupSize", self.group_size)):
+            if value < 1:
+                problems.append(f"{name} must be at least 1, got {value}")
+        if self.architecture not in ("arm64", "x86_64"):
+            problems.append(f"architecture must be arm64 or x86_64, got {self.architecture!r}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _input_locations(value: Any) -> tuple[InputLocation, ...]:
+    """``["bucket", "bucket/prefix"]``, as a JSON list or a comma-separated string."""
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip().startswith("[") else [v for v in value.split(",") if v.strip()]
+    locations = []
+    for item in value:
+        bucket, _, prefix = str(item).strip().removeprefix("s3://").partition("/")
+        if not _BUCKET_RE.fullmatch(bucket):
+            raise ValueError(f"input bucket {bucket!r} is not a valid bucket name")
+        prefix = prefix.strip("/")
+        if prefix and (not _PREFIX_RE.fullmatch(prefix) or ".." in prefix.split("/")):
+            raise ValueError(f"input prefix {prefix!r} is not a plain key prefix")
+        locations.append(InputLocation(bucket, prefix))
+    return tuple(locations)
