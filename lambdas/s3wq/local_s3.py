@@ -102,15 +102,10 @@ def apply_env(server: LocalS3) -> None:
     os.environ.update(server.env())
 
 
-def serve(host: str, port: int) -> None:
-    """Run moto's server app with PUT and DELETE serialised (see the module docstring)."""
-    import signal
+def serialized_writes(app: Any) -> Any:
+    """Wrap a WSGI app so each PUT and DELETE runs alone (see the module docstring)."""
     import threading
 
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-    from werkzeug.serving import run_simple
-
-    app = DomainDispatcherApplication(create_backend_app)
     write_lock = threading.Lock()
 
     def application(environ: dict, start_response: Any) -> Any:
@@ -121,8 +116,19 @@ def serve(host: str, port: int) -> None:
                 return list(app(environ, start_response))
         return app(environ, start_response)
 
+    return application
+
+
+def serve(host: str, port: int) -> None:
+    """Run moto's server app with PUT and DELETE serialised."""
+    import signal
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import run_simple
+
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    run_simple(host, port, application, threaded=True, request_handler=MotoRequestHandler)
+    app = serialized_writes(DomainDispatcherApplication(create_backend_app))
+    run_simple(host, port, app, threaded=True, request_handler=MotoRequestHandler)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,58 @@
+"""Child side of a local Lambda invocation: ``python -m s3wq.localcloud.invoke HANDLER TIMEOUT RESULT_FILE``.
+
+Reads the event (JSON) on stdin, calls the handler with a Lambda-like
+context, and writes ``{"result": ...}`` or ``{"error": {errorType,
+errorMessage, stackTrace}}`` to RESULT_FILE: stdout and stderr stay the
+function's log, as in Lambda.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+import uuid
+
+STARTED = time.monotonic()
+
+
+class LambdaContext:
+    def __init__(self, timeout_seconds: float):
+        self.function_name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "local")
+        self.function_version = "$LATEST"
+        self.memory_limit_in_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
+        region = os.environ.get("AWS_REGION", "us-east-1")
+        self.invoked_function_arn = f"arn:aws:lambda:{region}:123456789012:function:{self.function_name}"
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self.log_stream_name = "local"
+        self._deadline = STARTED + timeout_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def main() -> None:
+    handler_path, timeout, result_file = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+    event = json.loads(sys.stdin.read() or "{}")
+    try:
+        module_name, function_name = handler_path.rsplit(".", 1)
+        handler = getattr(importlib.import_module(module_name), function_name)
+        outcome = {"result": handler(event, LambdaContext(timeout))}
+    except Exception as exc:  # reported to the caller as Lambda reports an unhandled error
+        outcome = {
+            "error": {
+                "errorType": type(exc).__name__,
+                "errorMessage": str(exc),
+                "stackTrace": traceback.format_exception(type(exc), exc, exc.__traceback__),
+            }
+        }
+    with open(result_file, "w", encoding="utf-8") as f:
+        json.dump(outcome, f, default=str)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""Parent side of local Lambda invocations: one process per invocation, killed at the function's timeout.
+
+Each invocation runs the real handler from ``lambdas/`` in a fresh Python
+process with a Lambda-like environment (the function's variables, its name,
+memory and timeout, and AWS_ENDPOINT_URL pointing back at the local cloud).
+A process per invocation is what makes the hard kill at the timeout possible
+and what keeps a crashing processor from taking the cloud down with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..local_s3 import FAKE_CREDENTIALS
+
+# Python's start plus a handler's imports, before Lambda's clock would start.
+_START_ALLOWANCE_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Invocation:
+    function_name: str
+    handler: str
+    timeout: float
+    memory_mb: int
+    environment: dict
+
+
+@dataclass(frozen=True)
+class Outcome:
+    payload: bytes
+    function_error: bool
+
+
+class LambdaRunner:
+    def __init__(self, *, endpoint: str, lambdas_dir: Path, log_dir: Path):
+        self.endpoint = endpoint
+        self.lambdas_dir = lambdas_dir
+        self.log_dir = log_dir
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.invocations = 0
+        self._lock = threading.Lock()
+
+    def _environment(self, invocation: Invocation) -> dict:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "LANG": "C.UTF-8",
+            **FAKE_CREDENTIALS,
+            "AWS_REGION": FAKE_CREDENTIALS["AWS_DEFAULT_REGION"],
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_LAMBDA_FUNCTION_NAME": invocation.function_name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(invocation.memory_mb),
+            "AWS_LAMBDA_FUNCTION_TIMEOUT": str(int(invocation.timeout)),
+            "AWS_EXECUTION_ENV": "AWS_Lambda_python_local",
+            "_HANDLER": invocation.handler,
+            "PYTHONPATH": str(self.lambdas_dir),
+            "PYTHONUNBUFFERED": "1",
+        }
+        env.update({k: str(v) for k, v in invocation.environment.items()})
+        # No X-Ray daemon here: tracing would only fail to send.
+        env["POWERTOOLS_TRACE_DISABLED"] = "true"
+        return env
+
+    def invoke(self, invocation: Invocation, event: bytes) -> Outcome:
+        """Run the handler; an unhandled error or a timeout comes back as Lambda reports them."""
+        with self._lock:
+            self.invocations += 1
+            number = self.invocations
+        log_path = self.log_dir / f"{invocation.function_name}.log"
+        with tempfile.TemporaryDirectory(prefix="s3wq-invoke-") as scratch:
+            result_file = Path(scratch) / "result.json"
+            with open(log_path, "ab") as log:
+                log.write(f"--- invocation {number} ---\n".encode())
+                log.flush()
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "s3wq.localcloud.invoke", invocation.handler, str(invocation.timeout), str(result_file)],
+                    stdin=subprocess.PIPE,
+                    stdout=log,
+                    stderr=log,
+                    env=self._environment(invocation),
+                    cwd=scratch,
+                )
+                try:
+                    proc.communicate(event, timeout=invocation.timeout + _START_ALLOWANCE_SECONDS)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                    log.write(f"Task timed out after {invocation.timeout:.2f} seconds\n".encode())
+                    error = {"errorType": "Sandbox.Timedout", "errorMessage": f"Task timed out after {invocation.timeout:.2f} seconds"}
+                    return Outcome(json.dumps(error).encode(), True)
+            if not result_file.exists():
+                error = {"errorType": "Runtime.ExitError", "errorMessage": f"RequestId: {number} Error: Runtime exited with code {proc.returncode}"}
+                return Outcome(json.dumps(error).encode(), True)
+            outcome = json.loads(result_file.read_text(encoding="utf-8"))
+        if "error" in outcome:
+            return Outcome(json.dumps(outcome["error"]).encode(), True)
+        return Outcome(json.dumps(outcome["result"]).encode(), False)
+
+    def invoke_async(self, invocation: Invocation, event: bytes) -> None:
+        """As Lambda's Event invocation type: accepted now, run in the background."""
+        threading.Thread(target=self.invoke, args=(invocation, event), daemon=True, name=f"async-{invocation.function_name}").start()
