@@ -117,8 +117,10 @@ class WorkerStateMachine(Construct):
             item_selector={"worker_index": sfn.JsonPath.number_at("$$.Map.Item.Value"), "workers": sfn.JsonPath.number_at("$.workers")},
             max_concurrency_path="$.workers",
             # A failed worker leaves its groups to the next round (their locks
-            # go stale); the loop below judges the round by what got done.
-            tolerated_failure_percentage=100,
+            # go stale); the loop below judges the round by what got done. As a
+            # count (every item may fail) rather than a percentage of 100: the
+            # local cloud's ASL parser takes only a decimal percentage.
+            tolerated_failure_count=settings.max_workers,
             # Reports of up to 1,000 workers would overflow the 256 KB state.
             result_path=sfn.JsonPath.DISCARD,
         ).item_processor(work)
