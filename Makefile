@@ -26,7 +26,7 @@ synth: install
 	npx cdk synth --quiet
 
 demo: install
-	$(BIN)/s3wq demo
+	$(BIN)/s3wq local demo
 
 test: install
 	$(BIN)/python -m pytest

@@ -1,4 +1,4 @@
-"""The ``s3wq`` command line: populate, status, work, requeue-failed and the local demo.
+"""The ``s3wq`` command line: populate, status, work, requeue-failed, and the local cloud.
 
 Exit codes: 0 success, 1 the store or the run failed, 2 bad input (nothing changed).
 """
@@ -96,10 +96,18 @@ def cmd_requeue_failed(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+def cmd_local_demo(args: argparse.Namespace) -> int:
+    from .localcloud.demo import run_demo
 
+    load_processor(args.processor)  # a typo fails here, not inside a Lambda
     return run_demo(workers=args.workers, inputs=args.inputs, group_size=args.group_size, processor=args.processor, as_json=args.json)
+
+
+def cmd_local_up(args: argparse.Namespace) -> int:
+    from .localcloud.demo import run_up
+
+    load_processor(args.processor)
+    return run_up(port=args.port, workers=args.workers, group_size=args.group_size, processor=args.processor)
 
 
 def _positive_int(text: str) -> int:
@@ -129,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="s3wq",
         description="A distributed work queue whose state lives in S3 (olmocr-compatible workspace).",
         epilog="examples:\n"
-        "  s3wq demo                                       # the whole job on an embedded local S3\n"
+        "  s3wq local demo                                 # the whole app on an embedded local cloud\n"
         "  s3wq populate s3://my-bucket/run1 's3://my-bucket/pdfs/*.pdf' --group-size 10\n"
         "  s3wq work s3://my-bucket/run1 --processor text --time-limit 900\n"
         "  s3wq status s3://my-bucket/run1 --json\n"
@@ -195,12 +203,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hash", action="append", help="requeue only this group (repeatable)")
     p.set_defaults(func=cmd_requeue_failed)
 
-    p = add("demo", "Run the whole job end to end on an embedded local S3 (no AWS account needed).", "s3wq demo --workers 8 --inputs 60")
-    p.add_argument("--workers", type=_positive_int, default=4, help="worker processes (default 4)")
-    p.add_argument("--inputs", type=_positive_int, default=40, help="sample input files (default 40)")
-    p.add_argument("--group-size", type=_positive_int, default=2, help="paths per group (default 2)")
-    p.add_argument("--processor", default="text", help="processor (default text)")
-    p.set_defaults(func=cmd_demo)
+    local = sub.add_parser(
+        "local",
+        help="The deployed app on this machine: an embedded local cloud (no AWS account, no Docker).",
+        description="The synthesized CDK stack deployed into an embedded local cloud (moto: S3, Lambda, IAM, Step Functions).",
+        formatter_class=formatter,
+        epilog="examples:\n  s3wq local demo --workers 8 --inputs 80\n  s3wq local up --port 4566",
+    )
+    local_sub = local.add_subparsers(dest="local_command", required=True, metavar="COMMAND", parser_class=_OneLineErrors)
+
+    def add_local(name: str, help_: str, example: str) -> argparse.ArgumentParser:
+        p = local_sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}", formatter_class=formatter)
+        p.add_argument("--workers", type=_positive_int, default=4, help="worker Lambdas the execution runs (default 4)")
+        p.add_argument("--group-size", type=_positive_int, default=2, help="paths per group (default 2)")
+        p.add_argument("--processor", default="text", help="processor (default text)")
+        return p
+
+    p = add_local(
+        "demo",
+        "Deploy into a local cloud, upload samples and a manifest, and let the S3 event run the job end to end.",
+        "s3wq local demo --workers 8 --inputs 80 --group-size 2",
+    )
+    p.add_argument("--inputs", type=_positive_int, default=40, help="sample inputs, text files and PDFs (default 40)")
+    p.add_argument("--json", action="store_true", help="print one JSON summary")
+    p.set_defaults(func=cmd_local_demo)
+    p = add_local("up", "Start a local cloud with the stack deployed and keep it running.", "s3wq local up --port 4566")
+    p.add_argument("--port", type=int, help="loopback port (default: a free one)")
+    p.set_defaults(func=cmd_local_up)
     return parser
 
 

@@ -17,7 +17,8 @@ DEFAULT_BUCKET = "s3wq-local"
 
 
 class LocalCloud:
-    def __init__(self, *, port: int | None = None, log_dir: Path | None = None):
+    def __init__(self, *, port: int | None = None, log_dir: Path | None = None, extra_pythonpath: tuple[str, ...] = ()):
+        self.extra_pythonpath = extra_pythonpath
         self.port = port or free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._tmp = None if log_dir else tempfile.TemporaryDirectory(prefix="s3wq-localcloud-")
@@ -32,7 +33,8 @@ class LocalCloud:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         server_log = open(self.log_dir / "server.log", "ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "s3wq.localcloud.server", "--port", str(self.port), "--log-dir", str(self.log_dir / "lambda")],
+            [sys.executable, "-m", "s3wq.localcloud.server", "--port", str(self.port), "--log-dir", str(self.log_dir / "lambda")]
+            + [arg for path in self.extra_pythonpath for arg in ("--pythonpath", path)],
             stdout=server_log,
             stderr=server_log,
         )

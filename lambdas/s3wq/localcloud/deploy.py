@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..local_s3 import FAKE_CREDENTIALS
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -158,7 +160,8 @@ def deploy(template: dict, *, endpoint: str, bucket_name: str, stack_name: str =
     """Create the template's bucket, functions, state machine and notification in the local cloud."""
     import boto3
 
-    clients = {name: boto3.client(name, endpoint_url=endpoint, region_name=REGION) for name in ("s3", "lambda", "iam", "stepfunctions")}
+    credentials = {"aws_access_key_id": FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"], "aws_secret_access_key": FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]}
+    clients = {name: boto3.client(name, endpoint_url=endpoint, region_name=REGION, **credentials) for name in ("s3", "lambda", "iam", "stepfunctions")}
     stack = LocalStack(stack_name=stack_name)
     _physical_names(template, stack, bucket_name)
     resolve = _Resolver(template, stack)

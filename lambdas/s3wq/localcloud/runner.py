@@ -40,9 +40,12 @@ class Outcome:
 
 
 class LambdaRunner:
-    def __init__(self, *, endpoint: str, lambdas_dir: Path, log_dir: Path):
+    def __init__(self, *, endpoint: str, lambdas_dir: Path, log_dir: Path, extra_pythonpath: tuple[str, ...] = ()):
         self.endpoint = endpoint
         self.lambdas_dir = lambdas_dir
+        # Where a processor outside lambdas/ can be found (tests); a deployed
+        # function would carry it in its asset instead.
+        self.extra_pythonpath = extra_pythonpath
         self.log_dir = log_dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.invocations = 0
@@ -60,7 +63,7 @@ class LambdaRunner:
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(int(invocation.timeout)),
             "AWS_EXECUTION_ENV": "AWS_Lambda_python_local",
             "_HANDLER": invocation.handler,
-            "PYTHONPATH": str(self.lambdas_dir),
+            "PYTHONPATH": os.pathsep.join([str(self.lambdas_dir), *self.extra_pythonpath]),
             "PYTHONUNBUFFERED": "1",
         }
         env.update({k: str(v) for k, v in invocation.environment.items()})

@@ -74,7 +74,7 @@ def install_hooks(runner: LambdaRunner) -> None:
     notifications._invoke_awslambda = s3_notification
 
 
-def serve(host: str, port: int, log_dir: Path) -> None:
+def serve(host: str, port: int, log_dir: Path, extra_pythonpath: tuple[str, ...] = ()) -> None:
     os.environ["MOTO_PORT"] = str(port)  # where moto's Step Functions engine calls Lambda
     from moto.core.config import default_user_config
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
@@ -82,7 +82,7 @@ def serve(host: str, port: int, log_dir: Path) -> None:
 
     default_user_config["lambda"] = {"use_docker": False}
     default_user_config["stepfunctions"] = {"execute_state_machine": True}
-    install_hooks(LambdaRunner(endpoint=f"http://{host}:{port}", lambdas_dir=REPO_LAMBDAS_DIR, log_dir=log_dir))
+    install_hooks(LambdaRunner(endpoint=f"http://{host}:{port}", lambdas_dir=REPO_LAMBDAS_DIR, log_dir=log_dir, extra_pythonpath=extra_pythonpath))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     app = serialized_writes(DomainDispatcherApplication(create_backend_app))
     run_simple(host, port, app, threaded=True, request_handler=MotoRequestHandler)
@@ -93,5 +93,6 @@ if __name__ == "__main__":
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--log-dir", type=Path, required=True)
+    parser.add_argument("--pythonpath", action="append", default=[], help="extra import path for handlers' processors")
     options = parser.parse_args()
-    serve(options.host, options.port, options.log_dir)
+    serve(options.host, options.port, options.log_dir, tuple(options.pythonpath))

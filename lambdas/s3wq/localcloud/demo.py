@@ -1,0 +1,201 @@
+"""``s3wq local demo`` and ``s3wq local up``: the deployed app, on this machine.
+
+The demo deploys the synthesized stack into the local cloud, uploads sample
+inputs (text files and PDFs) and a manifest whose key needs URL-encoding, and
+lets the S3 upload event do the rest, as it would on AWS: populate indexes the
+manifest and starts the state machine, whose Distributed Map runs the worker
+Lambdas. It shows progress until the execution ends, then a summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from ..backends import S3Backend
+from ..queue import queue_status
+from ..samples import make_pdf, sample_text
+from .cloud import LocalCloud
+
+MANIFEST_NAME = "demo run, part 1.txt"  # a space and a comma: S3 sends the key URL-encoded
+
+
+def upload_samples(s3: Any, bucket: str, count: int) -> None:
+    """Every fourth input a PDF, the rest text; names with spaces and commas, as real archives have them."""
+    for number in range(count):
+        if number % 4 == 3:
+            body = make_pdf([[f"Sample PDF {number}, page 1."], sample_text(number).splitlines()])
+            key = f"inputs/scan {number:04d}, page 1.pdf"
+        else:
+            body = sample_text(number).encode()
+            key = f"inputs/doc {number:04d}, part {number % 3}.txt"
+        s3.put_object(Bucket=bucket, Key=key, Body=body)
+
+
+def _wait_for_execution(sfn: Any, state_machine_arn: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        executions = sfn.list_executions(stateMachineArn=state_machine_arn)["executions"]
+        if executions:
+            return executions[0]["executionArn"]
+        time.sleep(0.2)
+    raise RuntimeError("populate did not start an execution; see the populate log")
+
+
+class _Progress:
+    """A rich progress bar on a terminal, plain lines otherwise."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.live = enabled and sys.stdout.isatty()
+        self._last_line = 0.0
+        if self.live:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self.progress = Progress(
+                TextColumn("[bold]groups"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[detail]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+            )
+            self.task = self.progress.add_task("groups", total=None, detail="")
+            self.progress.start()
+
+    def update(self, status: dict, elapsed: float) -> None:
+        finished = status["done"] + status["failed"]
+        rate = finished / elapsed if elapsed > 0 else 0.0
+        detail = f"failed {status['failed']}  locked {status['locked']}  pending {status['pending']}  {rate:.1f} groups/s"
+        if self.live:
+            self.progress.update(self.task, total=status["groups"] or None, completed=finished, detail=detail)
+        elif self.enabled and time.monotonic() - self._last_line >= 2.0:
+            self._last_line = time.monotonic()
+            eta = f"{(status['groups'] - finished) / rate:.0f}s" if rate > 0 else "?"
+            print(f"  {elapsed:6.1f}s  done {status['done']}/{status['groups']}  {detail}  ETA {eta}", flush=True)
+
+    def stop(self) -> None:
+        if self.live:
+            self.progress.stop()
+
+
+def run_demo(*, workers: int, inputs: int, group_size: int, processor: str, as_json: bool) -> int:
+    say = (lambda *a: None) if as_json else (lambda *a: print(*a, flush=True))
+    started = time.monotonic()
+    with LocalCloud() as cloud:
+        say(f"local cloud (S3, Lambda, IAM, Step Functions) on {cloud.endpoint}")
+        stack = cloud.deploy({"defaultWorkers": workers, "groupSize": group_size, "processor": processor, "maxWorkers": max(workers, 1)})
+        say(f"deployed the synthesized stack: {stack.outputs['StateMachineArn'].rsplit(':', 1)[-1]}, bucket {stack.bucket}")
+        s3, sfn = cloud.client("s3"), cloud.client("stepfunctions")
+        upload_samples(s3, stack.bucket, inputs)
+        manifest_key = f"{stack.outputs['ManifestPrefix'].split('/', 3)[3]}{MANIFEST_NAME}"
+        manifest = f"# demo manifest: one source per line\ns3://{stack.bucket}/inputs/*.txt\ns3://{stack.bucket}/inputs/*.pdf\n"
+        s3.put_object(Bucket=stack.bucket, Key=manifest_key, Body=manifest.encode())
+        say(f"uploaded {inputs} inputs and s3://{stack.bucket}/{manifest_key}; the upload event triggers populate")
+
+        execution_arn = _wait_for_execution(sfn, stack.state_machine_arn, timeout=60)
+        say(f"populate started execution {execution_arn.rsplit(':', 1)[-1]} with {workers} workers")
+        bucket, prefix = stack.workspace.removeprefix("s3://").split("/", 1)
+        backend = S3Backend(s3_client=s3, bucket=bucket, prefix=prefix)
+        progress = _Progress(enabled=not as_json)
+        run_started = time.monotonic()
+        try:
+            while True:
+                description = sfn.describe_execution(executionArn=execution_arn)
+                status = queue_status(backend)
+                progress.update(status, time.monotonic() - run_started)
+                if description["status"] != "RUNNING":
+                    break
+                time.sleep(0.5)
+        finally:
+            progress.stop()
+        run_seconds = time.monotonic() - run_started
+        output = json.loads(description.get("output") or "{}")
+        result_keys = list(backend.list_keys("results/"))
+        sample = _pdf_sample(backend, result_keys)
+        worker_invocations = _count_invocations(cloud, "Worker")
+
+    summary = {
+        "execution_status": description["status"],
+        "error": description.get("error"),
+        "execution_output": output,
+        "status": status,
+        "workers": workers,
+        "worker_invocations": worker_invocations,
+        "run_seconds": round(run_seconds, 2),
+        "groups_per_second": round(status["done"] / run_seconds, 2) if run_seconds else None,
+        "total_seconds": round(time.monotonic() - started, 2),
+        "results": len(result_keys),
+        "results_prefix": f"{stack.workspace}/results/",
+        "sample_result": sample,
+    }
+    ok = description["status"] == "SUCCEEDED" and status["remaining"] == 0 and status["failed"] == 0
+    if as_json:
+        print(json.dumps(summary))
+    else:
+        _print_summary(summary, ok)
+    return 0 if ok else 1
+
+
+def _pdf_sample(backend: S3Backend, result_keys: list[str]) -> dict | None:
+    for key in result_keys:
+        for line in backend.read(key).body.decode("utf-8").splitlines():
+            record = json.loads(line)
+            if record.get("metadata", {}).get("content_type") == "application/pdf" and not record.get("error"):
+                return {"result": f"{backend.uri}/{key}", "source": record["source"], "pages": record["metadata"]["pages"], "text": record["text"][:160]}
+    return None
+
+
+def _count_invocations(cloud: LocalCloud, kind: str) -> int:
+    logs = [p for p in (cloud.log_dir / "lambda").glob(f"*{kind}*.log")]
+    return sum(p.read_text(errors="replace").count("--- invocation ") for p in logs)
+
+
+def _print_summary(summary: dict, ok: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    status = summary["status"]
+    table = Table(title="s3wq local demo", show_header=False)
+    for label, value in [
+        ("execution", f"{summary['execution_status']}" + (f" ({summary['error']})" if summary["error"] else "")),
+        ("groups", f"{status['groups']} ({status['paths']} inputs)"),
+        ("done / failed / remaining", f"{status['done']} / {status['failed']} / {status['remaining']}"),
+        ("rounds", str(summary["execution_output"].get("rounds", "?"))),
+        ("workers (Map items) / invocations", f"{summary['workers']} / {summary['worker_invocations']}"),
+        ("run time", f"{summary['run_seconds']:.1f} s ({summary['groups_per_second']} groups/s); {summary['total_seconds']:.1f} s in all"),
+        ("results", f"{summary['results']} objects under {summary['results_prefix']}"),
+    ]:
+        table.add_row(label, value)
+    console.print(table)
+    sample = summary["sample_result"]
+    if sample:
+        console.print(f"text extracted from [bold]{sample['source']}[/] ({sample['pages']} pages), in {sample['result']}:")
+        console.print(f"  {sample['text']!r}")
+    console.print("[green]demo succeeded[/]" if ok else "[red]demo FAILED[/]")
+    console.print("The local cloud is gone with the demo; `s3wq local up` keeps one running.")
+
+
+def run_up(*, port: int | None, workers: int, group_size: int, processor: str) -> int:
+    with LocalCloud(port=port) as cloud:
+        stack = cloud.deploy({"defaultWorkers": workers, "groupSize": group_size, "processor": processor})
+        print(f"local cloud on {cloud.endpoint}, logs in {cloud.log_dir}")
+        for name, value in stack.outputs.items():
+            print(f"  {name:<16} {value}")
+        print("\nDrive it from another shell:")
+        for key, value in cloud.env().items():
+            print(f"  export {key}={value}")
+        print(f"  aws s3 cp my-manifest.txt {stack.outputs['ManifestPrefix']}my-manifest.txt")
+        print(f"  s3wq status {stack.workspace} --json")
+        print("Ctrl-C stops it.", flush=True)
+        try:
+            while cloud.process and cloud.process.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            print("stopping")
+        return 0
