@@ -9,8 +9,6 @@ a test) reach the same endpoint.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -82,10 +80,3 @@ def workspace(request):
     if request.param == "local":
         return request.getfixturevalue("local_workspace")
     return request.getfixturevalue("s3_workspace")
-
-
-def run_cli(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
-    """Run ``python -m s3wq`` as a user would, in a child process."""
-    return subprocess.run(
-        [sys.executable, "-m", "s3wq", *args], capture_output=True, text=True, timeout=timeout, env=os.environ.copy(), **kwargs
-    )

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from support import run_cli
 from s3wq import WorkIndex
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from support import run_cli
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
 
 from .workers import recorded_calls, run_workers

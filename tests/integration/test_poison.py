@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_cli
+from support import run_cli
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
 from s3wq.index import Group
 from s3wq.queue import Claim, ClaimProtocol, LockBody

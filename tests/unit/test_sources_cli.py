@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from conftest import run_cli
+from support import run_cli
 
 from s3wq import layout
 from s3wq.backends import LocalBackend
@@ -239,8 +239,8 @@ def test_cli_group_size_zero_error_is_one_line(tmp_path, inputs, local_workspace
     assert result.stderr.count("\n") == 1, result.stderr
 
 
-@pytest.mark.parametrize("command", ["", "populate", "status", "work", "requeue-failed", "demo"])
+@pytest.mark.parametrize("command", ["", "populate", "status", "work", "requeue-failed", "local", "local demo", "local up"])
 def test_cli_help_shows_an_example(tmp_path, command):
-    result = cli(tmp_path, *([command] if command else []), "--help")
+    result = cli(tmp_path, *command.split(), "--help")
     assert result.returncode == 0, result.stderr
     assert re.search(rf"examples?:\n\s+s3wq {command}", result.stdout), result.stdout

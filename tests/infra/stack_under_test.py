@@ -1,0 +1,219 @@
+"""The s3wq stack synthesized in-process, and a reading of its template by what things are, not by logical IDs.
+
+Resources are found by their properties (a function by its handler, a role
+by the function that uses it); the logical IDs this yields are only used to
+follow references between resources. CloudFormation values are rendered to
+strings with :func:`render` so that an ARN can be compared whole, whatever
+mix of ``Fn::Join``, ``Ref`` and ``Fn::GetAtt`` CDK chose to build it from.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterator
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks
+
+from infra.settings import DeploySettings
+from infra.stack import S3wqStack
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STACK_NAME = "S3wq"
+
+HANDLERS = {
+    "populate": "handlers.populate.handler",
+    "worker": "handlers.worker.handler",
+    "status": "handlers.status.handler",
+}
+
+# Context variants; each is synthesized once per session.
+EXISTING_BUCKET = {"bucketName": "my-existing-bucket"}
+INPUT_BUCKETS = {"inputBuckets": ["in-bucket/scans"]}
+TUNED = {
+    "workerTimeoutSeconds": 300,
+    "workerMemoryMb": 2048,
+    "populateMemoryMb": 1024,
+    "architecture": "x86_64",
+    "workspacePrefix": "data/run1",
+    "maxRounds": 3,
+    "maxWorkers": 50,
+}
+VARIANTS = {"default": {}, "existing-bucket": EXISTING_BUCKET, "input-buckets": INPUT_BUCKETS, "tuned": TUNED}
+
+
+def cdk_json_context() -> dict:
+    """The context `cdk synth` runs with. Its feature flags change the template (minimizePolicies merges statements)."""
+    return json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+
+
+def build(overrides: dict) -> "StackUnderTest":
+    """The stack as app.py builds it, with the plain ``lambdas/`` asset (no pip) unless ``overrides`` says otherwise."""
+    context = {**cdk_json_context(), "bundling": False, **overrides}
+    app = cdk.App(context=context)
+    stack = S3wqStack(app, STACK_NAME, settings=DeploySettings.from_context(app), description="s3wq: an S3-only distributed work queue")
+    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    return StackUnderTest(stack=stack, context=context, template=Template.from_stack(stack))
+
+
+def render(value: Any) -> str:
+    """A CloudFormation value as one string: ``{"Ref": "X"}`` -> ``${X}``, ``{"Fn::GetAtt": ["X", "Arn"]}`` -> ``${X.Arn}``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        ((function, argument),) = value.items()
+        if function == "Ref":
+            return "${%s}" % argument
+        if function == "Fn::GetAtt":
+            return "${%s}" % (".".join(argument) if isinstance(argument, list) else argument)
+        if function == "Fn::Join":
+            separator, parts = argument
+            return separator.join(render(part) for part in parts)
+    return json.dumps(value, sort_keys=True)
+
+
+def folder_of(key_prefix: str) -> str:
+    """A layout key prefix's folder, which grants and lifecycle rules name: ``worker_locks/worker_`` -> ``worker_locks/``."""
+    return key_prefix.rsplit("/", 1)[0] + "/"
+
+
+def as_list(value: Any) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def nag_reason(rule: dict) -> str:
+    """cdk-nag stores a reason with non-ASCII characters base64-encoded and says so."""
+    reason = rule.get("reason", "")
+    return base64.b64decode(reason).decode("utf-8") if rule.get("is_reason_encoded") else reason
+
+
+@dataclass(frozen=True)
+class Statement:
+    effect: str
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]  # rendered; see StackUnderTest.arn
+    condition: dict | None
+
+
+@dataclass
+class StackUnderTest:
+    stack: S3wqStack
+    context: dict
+    template: Template
+
+    @cached_property
+    def json(self) -> dict:
+        return self.template.to_json()
+
+    @property
+    def resources(self) -> dict:
+        return self.json["Resources"]
+
+    def one(self, resource_type: str, properties: dict | None = None) -> tuple[str, dict]:
+        """The only resource of this type (with these properties, matched deep-partially): (logical ID, resource)."""
+        found = self.template.find_resources(resource_type, {"Properties": properties} if properties else None)
+        assert len(found) == 1, f"expected exactly one {resource_type} with {properties}, found {len(found)}"
+        return next(iter(found.items()))
+
+    # --- the workspace ---------------------------------------------------------------------------
+
+    @property
+    def prefix(self) -> str:
+        return str(self.context["workspacePrefix"]).strip("/")
+
+    @cached_property
+    def bucket_id(self) -> str | None:
+        """The logical ID of the bucket this stack creates, or None when it uses an existing one."""
+        buckets = self.template.find_resources("AWS::S3::Bucket")
+        assert len(buckets) <= 1, f"more than one bucket: {sorted(buckets)}"
+        return next(iter(buckets), None)
+
+    @property
+    def bucket_name(self) -> str:
+        return "${%s}" % self.bucket_id if self.bucket_id else self.context["bucketName"]
+
+    @property
+    def bucket_arn(self) -> str:
+        return "arn:${AWS::Partition}:s3:::" + self.bucket_name
+
+    def arn(self, value: Any) -> str:
+        """:func:`render`, with the created bucket's ``.Arn`` in the ``arn:${AWS::Partition}:s3:::name`` form.
+
+        CDK writes a bucket's ARN either way depending on who asked; written
+        one way, a grant reads the same for a created and an imported bucket.
+        """
+        text = render(value)
+        if self.bucket_id:
+            text = text.replace("${%s.Arn}" % self.bucket_id, self.bucket_arn)
+        return text
+
+    # --- functions and roles ---------------------------------------------------------------------
+
+    def function(self, kind: str) -> tuple[str, dict]:
+        return self.one("AWS::Lambda::Function", {"Handler": HANDLERS[kind]})
+
+    def function_id(self, kind: str) -> str:
+        return self.function(kind)[0]
+
+    def environment(self, kind: str) -> dict[str, str]:
+        variables = self.function(kind)[1]["Properties"].get("Environment", {}).get("Variables", {})
+        return {name: self.arn(value) for name, value in variables.items()}
+
+    def role_id(self, kind: str) -> str:
+        role = self.function(kind)[1]["Properties"]["Role"]
+        assert set(role) == {"Fn::GetAtt"} and role["Fn::GetAtt"][1] == "Arn", f"{kind} role is not a role of this stack: {role}"
+        return role["Fn::GetAtt"][0]
+
+    def policy_documents(self, role_id: str) -> Iterator[dict]:
+        """Every identity policy of the role: inline ones and the AWS::IAM::Policy resources attached to it."""
+        for policy in self.resources[role_id]["Properties"].get("Policies", []):
+            yield policy["PolicyDocument"]
+        for resource in self.template.find_resources("AWS::IAM::Policy").values():
+            if {"Ref": role_id} in resource["Properties"].get("Roles", []):
+                yield resource["Properties"]["PolicyDocument"]
+
+    def statements(self, role_id: str) -> list[Statement]:
+        return [
+            Statement(
+                effect=statement["Effect"],
+                actions=tuple(as_list(statement.get("Action", []))),
+                resources=tuple(self.arn(resource) for resource in as_list(statement.get("Resource", []))),
+                condition=statement.get("Condition"),
+            )
+            for document in self.policy_documents(role_id)
+            for statement in document["Statement"]
+        ]
+
+    def allowed(self, kind: str, action: str) -> set[str]:
+        """The resources the function's role may perform ``action`` on (an exact action name, as granted)."""
+        return {
+            resource
+            for statement in self.statements(self.role_id(kind))
+            if statement.effect == "Allow" and action in statement.actions
+            for resource in statement.resources
+        }
+
+    # --- the state machine -----------------------------------------------------------------------
+
+    def state_machine(self) -> tuple[str, dict]:
+        return self.one("AWS::StepFunctions::StateMachine")
+
+    def definition(self) -> dict:
+        """The state machine's definition as JSON, each token replaced by its rendering (e.g. ``${Worker.Arn}``)."""
+        properties = self.state_machine()[1]["Properties"]
+        body = properties["DefinitionString"]
+
+        def quoted(value: Any) -> str:  # tokens sit inside JSON strings
+            return json.dumps(self.arn(value))[1:-1]
+
+        if isinstance(body, dict):
+            separator, parts = body["Fn::Join"]
+            body = separator.join(part if isinstance(part, str) else quoted(part) for part in parts)
+        for name, value in properties.get("DefinitionSubstitutions", {}).items():
+            body = body.replace("${%s}" % name, quoted(value))
+        return json.loads(body)

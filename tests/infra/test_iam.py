@@ -1,0 +1,159 @@
+"""Least privilege: each function's role may do its own actions on its own prefixes, and nothing with a wildcard action."""
+
+from __future__ import annotations
+
+import pytest
+from aws_cdk.assertions import Match
+from stack_under_test import EXISTING_BUCKET, INPUT_BUCKETS, TUNED, VARIANTS, folder_of
+
+from s3wq import layout
+
+# Actions that support no resource-level permissions, so Resource "*" is the only choice.
+NO_RESOURCE_LEVEL_PERMISSIONS = {
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+    # CloudWatch Logs delivery, which Step Functions logging uses.
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+}
+WORKSPACES = pytest.mark.parametrize(
+    "overrides, prefix",
+    [({}, "s3wq"), (EXISTING_BUCKET, "s3wq"), (INPUT_BUCKETS, "s3wq"), (TUNED, "data/run1")],
+    ids=["default", "existing-bucket", "input-buckets", "workspacePrefix=data/run1"],
+)
+
+
+def _all_role_statements(stack):
+    for role_id in stack.template.find_resources("AWS::IAM::Role"):
+        for statement in stack.statements(role_id):
+            yield role_id, statement
+
+
+@pytest.mark.parametrize("overrides", VARIANTS.values(), ids=VARIANTS.keys())
+def test_no_role_statement_has_a_wildcard_action(synth, overrides):
+    stack = synth(overrides)
+    wildcards = [(role_id, action) for role_id, statement in _all_role_statements(stack) for action in statement.actions if "*" in action]
+    assert not wildcards
+    stack.template.resource_count_is("AWS::IAM::ManagedPolicy", 0)
+
+
+@pytest.mark.parametrize("overrides", VARIANTS.values(), ids=VARIANTS.keys())
+def test_resource_star_only_for_actions_without_resource_level_permissions(synth, overrides):
+    stack = synth(overrides)
+    too_broad = [
+        (role_id, sorted(set(statement.actions) - NO_RESOURCE_LEVEL_PERMISSIONS))
+        for role_id, statement in _all_role_statements(stack)
+        if "*" in statement.resources and set(statement.actions) - NO_RESOURCE_LEVEL_PERMISSIONS
+    ]
+    assert not too_broad
+
+
+@WORKSPACES
+def test_worker_writes_only_locks_flags_and_results(synth, overrides, prefix):
+    stack = synth(overrides)
+    workspace = f"{stack.bucket_arn}/{prefix}"
+    expected = {f"{workspace}/worker_locks/*", f"{workspace}/done_flags/*", f"{workspace}/failed_flags/*", f"{workspace}/results/*"}
+    assert stack.allowed("worker", "s3:PutObject") == expected
+    # ... which are the folders the library writes its locks, flags and results to.
+    folders = (layout.LOCKS_PREFIX, layout.DONE_PREFIX, layout.FAILED_PREFIX, layout.RESULTS_PREFIX)
+    assert expected == {f"{workspace}/{folder_of(folder)}*" for folder in folders}
+    assert stack.allowed("worker", "s3:DeleteObject") == {f"{workspace}/worker_locks/*"}
+
+
+@WORKSPACES
+def test_populate_writes_only_the_index(synth, overrides, prefix):
+    stack = synth(overrides)
+    assert stack.allowed("populate", "s3:PutObject") == {f"{stack.bucket_arn}/{prefix}/index/*"}
+    assert stack.allowed("populate", "s3:DeleteObject") == set()
+
+
+@pytest.mark.parametrize("overrides", VARIANTS.values(), ids=VARIANTS.keys())
+def test_status_writes_nothing(synth, overrides):
+    stack = synth(overrides)
+    actions = {action for statement in stack.statements(stack.role_id("status")) for action in statement.actions}
+    # Its own log stream and traces are all it may write.
+    assert {action for action in actions if "Put" in action or "Delete" in action} <= {
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+    }
+    assert {action for action in actions if action.startswith("s3:")} == {"s3:GetObject", "s3:ListBucket"}
+
+
+def test_populate_starts_only_this_state_machine(stack):
+    state_machine_id, _ = stack.state_machine()
+    assert stack.allowed("populate", "states:StartExecution") == {"${%s}" % state_machine_id}
+    for kind in ("worker", "status"):
+        actions = {action for statement in stack.statements(stack.role_id(kind)) for action in statement.actions}
+        assert not {action for action in actions if action.startswith("states:")}, kind
+
+
+def test_state_machine_invokes_only_the_worker_and_status(stack):
+    _, machine = stack.state_machine()
+    role_id = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    invoked = {
+        resource.removesuffix(":*")
+        for statement in stack.statements(role_id)
+        if "lambda:InvokeFunction" in statement.actions
+        for resource in statement.resources
+    }
+    assert invoked == {"${%s.Arn}" % stack.function_id(kind) for kind in ("worker", "status")}
+
+
+def test_function_policies_belong_to_one_role_each(stack):
+    function_roles = {stack.role_id(kind) for kind in ("populate", "worker", "status")}
+    for policy_id, policy in stack.template.find_resources("AWS::IAM::Policy").items():
+        attached = {reference["Ref"] for reference in policy["Properties"].get("Roles", [])} & function_roles
+        assert len(attached) <= 1, f"{policy_id} is shared by {sorted(attached)}"
+
+
+def test_input_buckets_are_readable_under_their_prefix(synth):
+    stack = synth(INPUT_BUCKETS)
+    in_bucket = "arn:${AWS::Partition}:s3:::in-bucket"
+    assert f"{in_bucket}/scans/*" in stack.allowed("worker", "s3:GetObject")
+    assert f"{in_bucket}/scans/*" in stack.allowed("populate", "s3:GetObject")
+    # Nothing else of that bucket, and no writes to it.
+    for kind in ("worker", "populate", "status"):
+        for statement in stack.statements(stack.role_id(kind)):
+            for resource in statement.resources:
+                if resource.startswith(in_bucket + "/"):
+                    assert statement.actions == ("s3:GetObject",) and resource == f"{in_bucket}/scans/*", (kind, statement)
+
+
+def test_populate_lists_input_buckets_only_under_their_prefix(synth):
+    stack = synth(INPUT_BUCKETS)
+    in_bucket = "arn:${AWS::Partition}:s3:::in-bucket"
+    listings = [
+        statement
+        for statement in stack.statements(stack.role_id("populate"))
+        if "s3:ListBucket" in statement.actions and in_bucket in statement.resources
+    ]
+    assert len(listings) == 1
+    (listing,) = listings
+    assert listing.resources == (in_bucket,)
+    assert set(listing.condition) == {"StringLike"} and set(listing.condition["StringLike"]) == {"s3:prefix"}
+    assert set(listing.condition["StringLike"]["s3:prefix"]) <= {"scans", "scans/", "scans/*"}
+    stack.template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "Roles": Match.array_with([{"Ref": stack.role_id("populate")}]),
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Action": "s3:ListBucket", "Condition": {"StringLike": {"s3:prefix": Match.array_with(["scans/*"])}}}
+                        )
+                    ]
+                )
+            },
+        },
+    )
+    assert in_bucket not in stack.allowed("worker", "s3:ListBucket")

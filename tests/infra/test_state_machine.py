@@ -1,0 +1,174 @@
+"""The Standard state machine: a Distributed Map of worker Lambdas in a bounded loop of rounds.
+
+The definition is read back from the template (tokens rendered, e.g.
+``${<worker>.Arn}``) and walked as a graph; see state_graph.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from aws_cdk.assertions import Match
+from stack_under_test import TUNED
+from state_graph import StateGraph, all_states
+
+from s3wq import config
+
+# The errors AWS recommends retrying for every Lambda task.
+LAMBDA_TRANSIENT_ERRORS = {
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+}
+DEFAULT_AND_TUNED = pytest.mark.parametrize("overrides", [{}, TUNED], ids=["default", "maxRounds=3,maxWorkers=50,workerTimeoutSeconds=300"])
+
+
+def graph_of(stack) -> StateGraph:
+    return StateGraph(stack.definition())
+
+
+def the_distributed_map(graph: StateGraph) -> str:
+    maps = [
+        name
+        for name in graph.of_type("Map")
+        if graph.states[name].get("ItemProcessor", {}).get("ProcessorConfig", {}).get("Mode") == "DISTRIBUTED"
+    ]
+    assert len(maps) == 1, f"expected one Distributed Map, found {maps}"
+    return maps[0]
+
+
+def loop_choices(graph: StateGraph, target: str) -> list[str]:
+    """The Choice states on a cycle through ``target``."""
+    return [name for name in graph.of_type("Choice") if graph.reaches(name, target) and graph.reaches(target, name)]
+
+
+def test_standard_with_all_events_logged_and_tracing(stack):
+    _, machine = stack.state_machine()
+    stack.template.has_resource_properties(
+        "AWS::StepFunctions::StateMachine",
+        {
+            "StateMachineType": "STANDARD",
+            "LoggingConfiguration": Match.object_like(
+                {"Level": "ALL", "Destinations": [{"CloudWatchLogsLogGroup": {"LogGroupArn": Match.any_value()}}]}
+            ),
+            "TracingConfiguration": {"Enabled": True},
+        },
+    )
+    destination = machine["Properties"]["LoggingConfiguration"]["Destinations"][0]["CloudWatchLogsLogGroup"]["LogGroupArn"]
+    log_groups = {"${%s.Arn}" % logical_id for logical_id in stack.template.find_resources("AWS::Logs::LogGroup")}
+    assert stack.arn(destination) in log_groups
+
+
+def test_every_state_is_reachable_and_can_finish(stack):
+    graph = graph_of(stack)
+    assert graph.reachable() == set(graph.states), f"unreachable: {sorted(set(graph.states) - graph.reachable())}"
+    for name in graph.states:
+        assert any(graph.is_terminal(end) for end in graph.reachable(name)), f"{name} can never finish"
+
+
+def test_distributed_map_runs_one_worker_per_item(stack):
+    graph = graph_of(stack)
+    run_workers = graph.states[the_distributed_map(graph)]
+    processor = run_workers["ItemProcessor"]
+    assert len(processor["States"]) == 1
+    (task,) = processor["States"].values()
+    assert task["Type"] == "Task"
+    invoked = task.get("Parameters", {}).get("FunctionName", task["Resource"])
+    assert invoked == "${%s.Arn}" % stack.function_id("worker")
+    # All items at once: as many concurrent children as workers requested.
+    assert run_workers["MaxConcurrencyPath"] == "$.workers"
+
+
+def test_every_lambda_task_retries_transient_errors_with_jittered_backoff(stack):
+    lambda_arns = {"${%s.Arn}" % stack.function_id(kind) for kind in ("populate", "worker", "status")}
+    tasks = {name: state for name, state in all_states(stack.definition()) if state["Type"] == "Task"}
+    assert tasks
+    for name, task in tasks.items():
+        invoked = task.get("Parameters", {}).get("FunctionName", task["Resource"])
+        assert invoked in lambda_arns, f"{name} invokes {invoked}"
+        retriers = [retry for retry in task.get("Retry", []) if LAMBDA_TRANSIENT_ERRORS <= set(retry["ErrorEquals"])]
+        assert retriers, f"{name} does not retry {sorted(LAMBDA_TRANSIENT_ERRORS)}"
+        for retry in retriers:
+            assert retry.get("BackoffRate", 2.0) > 1, name
+            assert retry.get("JitterStrategy") == "FULL", name
+            assert retry.get("MaxAttempts", 3) >= 2, name
+
+
+def test_a_choice_loops_back_to_another_round(stack):
+    graph = graph_of(stack)
+    run_workers = the_distributed_map(graph)
+    assert loop_choices(graph, run_workers), "no Choice leads back to the Distributed Map"
+
+
+@DEFAULT_AND_TUNED
+def test_rounds_are_counted_and_capped_at_max_rounds(synth, overrides):
+    stack = synth(overrides)
+    graph = graph_of(stack)
+    run_workers = the_distributed_map(graph)
+    # The round counter: a Pass on the loop that adds 1 to a field.
+    increments = {
+        name: key.removesuffix(".$")
+        for name in graph.of_type("Pass")
+        for key, value in graph.states[name].get("Parameters", {}).items()
+        if value == f"States.MathAdd($.{key.removesuffix('.$')}, 1)"
+    }
+    on_loop = {
+        name: counter for name, counter in increments.items() if graph.reaches(run_workers, name) and graph.reaches(name, run_workers)
+    }
+    assert len(set(on_loop.values())) == 1, f"expected one round counter on the loop, found {on_loop}"
+    (counter,) = set(on_loop.values())
+    # No way back to the Map skips the increment ...
+    for choice in loop_choices(graph, run_workers):
+        assert run_workers not in graph.reachable(choice, avoiding=set(on_loop)), f"{choice} reaches the Map without counting a round"
+    # ... and, whatever the queue reports, at most maxRounds rounds run.
+    assert graph.most_entries(run_workers, counter) == stack.context["maxRounds"]
+
+
+@DEFAULT_AND_TUNED
+def test_waiting_for_stale_locks_outlasts_the_lock_timeout(synth, overrides):
+    stack = synth(overrides)
+    graph = graph_of(stack)
+    run_workers = the_distributed_map(graph)
+    lock_timeout = int(stack.environment("worker")[config.ENV_LOCK_TIMEOUT])
+    waits = [name for name in graph.of_type("Wait") if graph.reaches(run_workers, name) and graph.reaches(name, run_workers)]
+    assert waits, "no round waits for the locks of dead workers to go stale"
+    for name in waits:
+        assert graph.states[name]["Seconds"] > lock_timeout, name
+
+
+@DEFAULT_AND_TUNED
+def test_workers_are_capped_at_max_workers(synth, overrides):
+    stack = synth(overrides)
+    graph = graph_of(stack)
+    run_workers = the_distributed_map(graph)
+    max_workers = stack.context["maxWorkers"]
+    caps = [
+        (name, rule)
+        for name in graph.of_type("Choice")
+        for rule in graph.states[name]["Choices"]
+        if rule.get("Variable", "").endswith(".workers") and rule.get("NumericGreaterThan") == max_workers
+    ]
+    assert len(caps) == 1, f"expected one check of workers > {max_workers}, found {caps}"
+    ((check, rule),) = caps
+    cap = graph.states[rule["Next"]]
+    assert cap["Type"] == "Pass" and cap["Parameters"]["workers"] == max_workers
+    assert graph.reaches(rule["Next"], run_workers)
+    # Every path to the Map passes the check.
+    assert run_workers not in graph.reachable(avoiding={check})
+
+
+def test_too_many_failed_groups_fails_the_execution(stack):
+    graph = graph_of(stack)
+    run_workers = the_distributed_map(graph)
+    verdicts = [
+        rule["Next"]
+        for name in graph.of_type("Choice")
+        for rule in graph.states[name]["Choices"]
+        if graph.states[rule["Next"]]["Type"] == "Fail"
+        and rule.get("Variable", "").endswith(".failed")
+        and any(key.startswith("NumericGreaterThan") for key in rule)
+    ]
+    assert verdicts, "no Choice fails the execution when groups failed"
+    for fail in verdicts:
+        assert graph.reaches(run_workers, fail), f"{fail} cannot follow a round"
+    assert any(graph.states[name]["Type"] == "Succeed" for name in graph.reachable(run_workers)), "a drained queue cannot succeed"
