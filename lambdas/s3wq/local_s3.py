@@ -39,33 +39,45 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class LocalS3:
+class LocalServer:
+    """A moto-based server process on a loopback port; subclasses say how to start it."""
+
+    name = "local server"
+
     def __init__(self, port: int | None = None):
         self.port = port or free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
 
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def output(self) -> Any:
+        """Where the server's own log goes."""
+        return subprocess.DEVNULL
+
     def env(self) -> dict[str, str]:
         """Environment variables that point any AWS SDK or CLI at this endpoint."""
         return {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
 
-    def start(self, timeout: float = 30.0) -> "LocalS3":
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "s3wq.local_s3", "--port", str(self.port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+    def start(self, timeout: float = 60.0) -> "LocalServer":
+        log = self.output()
+        try:
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=log)
+        finally:
+            if hasattr(log, "close"):
+                log.close()  # the child holds its own copy
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"moto_server exited with code {self.process.returncode} (is moto[server] installed?)")
+                raise RuntimeError(f"the {self.name} exited with code {self.process.returncode} (is moto[server] installed?)")
             try:
                 urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()
                 return self
             except OSError:
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"moto_server did not answer on {self.endpoint} within {timeout:.0f}s")
+        raise RuntimeError(f"the {self.name} did not answer on {self.endpoint} within {timeout:.0f}s")
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -76,13 +88,13 @@ class LocalS3:
                 self.process.kill()
                 self.process.wait()
 
-    def client(self) -> Any:
-        """An S3 client on this endpoint (credentials passed explicitly, environment untouched)."""
+    def client(self, service: str = "s3") -> Any:
+        """A client on this endpoint (credentials passed explicitly, environment untouched)."""
         import boto3
         from botocore.config import Config
 
         return boto3.client(
-            "s3",
+            service,
             endpoint_url=self.endpoint,
             region_name=FAKE_CREDENTIALS["AWS_DEFAULT_REGION"],
             aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
@@ -90,16 +102,18 @@ class LocalS3:
             config=Config(retries={"mode": "standard", "max_attempts": 8}, max_pool_connections=32),
         )
 
-    def __enter__(self) -> "LocalS3":
+    def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
 
-def apply_env(server: LocalS3) -> None:
-    """Point this process (and the processes it starts) at ``server``."""
-    os.environ.update(server.env())
+class LocalS3(LocalServer):
+    name = "local S3 server"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "s3wq.local_s3", "--port", str(self.port)]
 
 
 def serialized_writes(app: Any) -> Any:
