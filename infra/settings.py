@@ -46,6 +46,7 @@ class DeploySettings:
     tracing: bool = True
     bundling: bool = True
     input_buckets: tuple[InputLocation, ...] = field(default_factory=tuple)
+    alarm_topic_arn: str | None = None
 
     @classmethod
     def from_context(cls, scope: Construct) -> "DeploySettings":
@@ -75,6 +76,7 @@ class DeploySettings:
             tracing=get("tracing", cls.tracing, _bool),
             bundling=get("bundling", cls.bundling, _bool),
             input_buckets=get("inputBuckets", (), _input_locations),
+            alarm_topic_arn=get("alarmTopicArn", None, str),
         )
         settings.validate()
         return settings
@@ -102,6 +104,8 @@ class DeploySettings:
                 problems.append(f"{name} must be at least 1, got {value}")
         if self.architecture not in ("arm64", "x86_64"):
             problems.append(f"architecture must be arm64 or x86_64, got {self.architecture!r}")
+        if self.alarm_topic_arn is not None and not re.fullmatch(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}", self.alarm_topic_arn):
+            problems.append(f"alarmTopicArn {self.alarm_topic_arn!r} is not an SNS topic ARN")
         if problems:
             raise ValueError("; ".join(problems))
 

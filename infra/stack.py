@@ -14,6 +14,7 @@ from s3wq import layout
 
 from .bundling import lambda_code
 from .functions import RUNTIME, QueueFunctions
+from .monitoring import QueueMonitoring
 from .orchestration import WorkerStateMachine
 from .settings import DeploySettings, InputLocation
 from .storage import WorkspaceStorage
@@ -39,6 +40,15 @@ class S3wqStack(Stack):
         state_machine = self.orchestration.state_machine
         self.functions.populate.add_environment(s3wq_config.ENV_STATE_MACHINE_ARN, state_machine.state_machine_arn)
 
+        self.monitoring = QueueMonitoring(
+            self,
+            "Monitoring",
+            worker=self.functions.worker,
+            populate=self.functions.populate,
+            state_machine=state_machine,
+            alarm_topic_arn=settings.alarm_topic_arn,
+        )
+
         self._grant_worker()
         self._grant_populate()
         self._grant_status()
@@ -57,6 +67,7 @@ class S3wqStack(Stack):
             description="Upload a manifest here to index it and start the workers",
         )
         CfnOutput(self, "StateMachineArn", value=state_machine.state_machine_arn, description="Start an execution with {\"workers\": N}")
+        CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name, description="The CloudWatch dashboard of runs")
         self._suppress_findings()
 
     # --- grants: each function gets its own actions on its own prefixes ---------------------------

@@ -9,6 +9,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from dataclasses import asdict
 from typing import Any, Callable, Sequence
 
@@ -19,6 +20,9 @@ from .errors import BadInput, S3wqError
 from .index import WorkIndex
 from .processors import BUILTIN_PROCESSORS, load_processor
 from .queue import Worker, queue_status, requeue_failed
+from .execution import DEFAULT_STACK_NAME, find_stack, follow_execution, start_execution, workspace_backend
+from .operations import inspect_group, list_failures
+from .progress import RunProgress
 from .sources import SourceExpander
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -61,8 +65,84 @@ def cmd_populate(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    doc = queue_status(_backend(args.workspace))
-    _emit(args, doc, lambda d: "  ".join(f"{k}={v}" for k, v in d.items()))
+    backend = _backend(args.workspace)
+    if not args.watch:
+        doc = queue_status(backend)
+        _emit(args, doc, lambda d: "  ".join(f"{k}={v}" for k, v in d.items()))
+        return EXIT_OK
+    # --json --watch: one JSON line per poll, for scripts; otherwise the progress display.
+    progress = None if args.json else RunProgress()
+    try:
+        while True:
+            doc = queue_status(backend)
+            if progress:
+                progress.update(doc)
+            else:
+                print(json.dumps(doc), flush=True)
+            if doc["remaining"] == 0 and doc["locked"] == 0:
+                break
+            time.sleep(args.interval)
+    finally:
+        if progress:
+            progress.stop()
+    if not args.json:
+        print("  ".join(f"{k}={v}" for k, v in doc.items()))
+    return EXIT_OK if doc["failed"] == 0 else EXIT_FAILED
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    from .backends import make_s3_client
+    import boto3
+
+    stack = find_stack(boto3.client("cloudformation"), args.stack)
+    sfn = boto3.client("stepfunctions")
+    execution_arn = start_execution(sfn, stack.state_machine_arn, workers=args.workers, failure_tolerance=args.failure_tolerance)
+    if not args.wait:
+        _emit(args, {"execution_arn": execution_arn, "workspace": stack.workspace}, lambda d: f"started {d['execution_arn']}")
+        return EXIT_OK
+    if not args.json:
+        print(f"started {execution_arn}", flush=True)
+    backend = workspace_backend(stack.workspace, make_s3_client())
+    description, status = follow_execution(sfn, execution_arn, backend, show=not args.json)
+    output = json.loads(description.get("output") or "null")
+    doc = {"execution_arn": execution_arn, "execution_status": description["status"], "error": description.get("error"), "cause": description.get("cause"), "output": output, "status": status}
+    _emit(
+        args,
+        doc,
+        lambda d: f"{d['execution_status']}" + (f" ({d['error']}: {d['cause']})" if d["error"] else "")
+        + f"; done {status['done']}/{status['groups']}, failed {status['failed']}, remaining {status['remaining']}",
+    )
+    return EXIT_OK if description["status"] == "SUCCEEDED" else EXIT_FAILED
+
+
+def cmd_failures(args: argparse.Namespace) -> int:
+    failures = list_failures(_backend(args.workspace))
+
+    def human(d: dict) -> str:
+        lines = [f"{len(d['failures'])} failed groups"]
+        for f in d["failures"]:
+            lines.append(f"{f['hash']}  attempts={f['attempts']}  {f['error']}")
+            lines.extend(f"    {p}" for p in f["paths"])
+        return "\n".join(lines)
+
+    _emit(args, {"failures": failures}, human)
+    return EXIT_OK
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    doc = inspect_group(_backend(args.workspace), args.hash)
+
+    def human(d: dict) -> str:
+        lines = [f"group {d['hash']}: {d['state']}", "paths:", *(f"  {p}" for p in d["paths"])]
+        lock = d["lock"]
+        lines.append("lock: none" if lock is None else "lock: " + ", ".join(f"{k}={v}" for k, v in lock.items() if v not in (None, False)))
+        for name in ("done", "failed"):
+            if d[name] is not None:
+                lines.append(f"{name}: " + ", ".join(f"{k}={v}" for k, v in d[name].items() if k != "paths"))
+        lines.append("result: none" if d["result"] is None else f"result: {d['result']['uri']} ({d['result']['records']} records, {d['result']['bytes']} bytes)")
+        return "\n".join(lines)
+
+    _emit(args, doc, human)
     return EXIT_OK
 
 
@@ -169,9 +249,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group-size", type=_positive_int, default=DEFAULT_GROUP_SIZE, help=f"paths per group (default {DEFAULT_GROUP_SIZE})")
     p.set_defaults(func=cmd_populate)
 
-    p = add("status", "Count groups: done, failed, locked and pending.", "s3wq status s3://my-bucket/run1 --json")
+    p = add("status", "Count groups: done, failed, locked and pending; --watch follows a run.", "s3wq status s3://my-bucket/run1 --watch")
     p.add_argument("workspace", help=WORKSPACE_HELP)
+    p.add_argument("--watch", action="store_true", help="follow until nothing is pending or locked (a progress bar on a terminal)")
+    p.add_argument("--interval", type=_positive_float, default=2.0, help="seconds between polls with --watch (default 2)")
     p.set_defaults(func=cmd_status)
+
+    p = add(
+        "start",
+        "Start an execution of the deployed stack's state machine (found through CloudFormation).",
+        "s3wq start --workers 200 --wait",
+    )
+    p.add_argument("--stack", default=DEFAULT_STACK_NAME, help=f"CloudFormation stack name (default {DEFAULT_STACK_NAME})")
+    p.add_argument("--workers", type=_positive_int, required=True, help="worker Lambdas per round")
+    p.add_argument("--failure-tolerance", type=int, default=0, help="failed groups the execution tolerates (default 0)")
+    p.add_argument("--wait", action="store_true", help="follow the execution to its end; the exit code is its result")
+    p.set_defaults(func=cmd_start)
+
+    p = add("failures", "List failed groups with their paths, attempts and last error.", "s3wq failures s3://my-bucket/run1 --json")
+    p.add_argument("workspace", help=WORKSPACE_HELP)
+    p.set_defaults(func=cmd_failures)
+
+    p = add("inspect", "Show one group: paths, lock (owner, attempt, age), done/failed state, result.", "s3wq inspect s3://my-bucket/run1 3f2a...e9")
+    p.add_argument("workspace", help=WORKSPACE_HELP)
+    p.add_argument("hash", help="the group's 40-character hash")
+    p.set_defaults(func=cmd_inspect)
 
     p = add(
         "work",

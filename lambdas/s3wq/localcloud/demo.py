@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ..backends import S3Backend
-from ..queue import queue_status
+from ..execution import follow_execution
 from ..samples import make_pdf, sample_text
 from .cloud import LocalCloud
 
@@ -45,44 +45,6 @@ def _wait_for_execution(sfn: Any, state_machine_arn: str, timeout: float) -> str
     raise RuntimeError("populate did not start an execution; see the populate log")
 
 
-class _Progress:
-    """A rich progress bar on a terminal, plain lines otherwise."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.live = enabled and sys.stdout.isatty()
-        self._last_line = 0.0
-        if self.live:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-            self.progress = Progress(
-                TextColumn("[bold]groups"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[detail]}"),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-            )
-            self.task = self.progress.add_task("groups", total=None, detail="")
-            self.progress.start()
-
-    def update(self, status: dict, elapsed: float) -> None:
-        finished = status["done"] + status["failed"]
-        rate = finished / elapsed if elapsed > 0 else 0.0
-        detail = f"failed {status['failed']}  locked {status['locked']}  pending {status['pending']}  {rate:.1f} groups/s"
-        if self.live:
-            self.progress.update(self.task, total=status["groups"] or None, completed=finished, detail=detail)
-        elif self.enabled and time.monotonic() - self._last_line >= 2.0:
-            self._last_line = time.monotonic()
-            eta = f"{(status['groups'] - finished) / rate:.0f}s" if rate > 0 else "?"
-            print(f"  {elapsed:6.1f}s  done {status['done']}/{status['groups']}  {detail}  ETA {eta}", flush=True)
-
-    def stop(self) -> None:
-        if self.live:
-            self.progress.stop()
-
-
 def run_demo(*, workers: int, inputs: int, group_size: int, processor: str, as_json: bool) -> int:
     say = (lambda *a: None) if as_json else (lambda *a: print(*a, flush=True))
     started = time.monotonic()
@@ -101,18 +63,8 @@ def run_demo(*, workers: int, inputs: int, group_size: int, processor: str, as_j
         say(f"populate started execution {execution_arn.rsplit(':', 1)[-1]} with {workers} workers")
         bucket, prefix = stack.workspace.removeprefix("s3://").split("/", 1)
         backend = S3Backend(s3_client=s3, bucket=bucket, prefix=prefix)
-        progress = _Progress(enabled=not as_json)
         run_started = time.monotonic()
-        try:
-            while True:
-                description = sfn.describe_execution(executionArn=execution_arn)
-                status = queue_status(backend)
-                progress.update(status, time.monotonic() - run_started)
-                if description["status"] != "RUNNING":
-                    break
-                time.sleep(0.5)
-        finally:
-            progress.stop()
+        description, status = follow_execution(sfn, execution_arn, backend, show=not as_json)
         run_seconds = time.monotonic() - run_started
         output = json.loads(description.get("output") or "{}")
         result_keys = list(backend.list_keys("results/"))

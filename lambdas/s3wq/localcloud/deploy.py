@@ -146,6 +146,10 @@ def _physical_names(template: dict, stack: LocalStack, bucket_name: str) -> None
         elif kind == "AWS::Logs::LogGroup":
             stack.names[logical] = f"/local/{logical}"
             stack.arns[logical] = f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:/local/{logical}:*"
+        else:
+            # Not created locally (dashboards, alarms, policies): a name so that
+            # references to them resolve.
+            stack.names[logical] = f"{stack.stack_name}-{logical}"
 
 
 def _placeholder_zip() -> bytes:
@@ -212,4 +216,18 @@ def deploy(template: dict, *, endpoint: str, bucket_name: str, stack_name: str =
         clients["s3"].put_bucket_notification_configuration(Bucket=resolve(props["BucketName"]), NotificationConfiguration=configuration)
 
     stack.outputs = {name: str(resolve(output["Value"])) for name, output in template.get("Outputs", {}).items()}
+    _register_stack(boto3.client("cloudformation", endpoint_url=endpoint, region_name=REGION, **credentials), stack)
     return stack
+
+
+def _register_stack(cloudformation: Any, stack: LocalStack) -> None:
+    """A CloudFormation stack carrying the outputs, so tools that look the stack up (``s3wq start``) work here too.
+
+    The resources were created directly above; this stack holds only a no-op
+    resource and the resolved outputs.
+    """
+    template = {
+        "Resources": {"Deployed": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+        "Outputs": {name: {"Value": value} for name, value in stack.outputs.items()},
+    }
+    cloudformation.create_stack(StackName=stack.stack_name, TemplateBody=json.dumps(template))

@@ -1,0 +1,76 @@
+"""Find the deployed stack, start an execution, and follow it to the end."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .backends import Backend, S3Backend, parse_s3_uri
+from .errors import BadInput, StorageError
+from .progress import RunProgress
+from .queue import queue_status
+
+DEFAULT_STACK_NAME = "S3wq"
+POLL_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class StackOutputs:
+    stack_name: str
+    state_machine_arn: str
+    workspace: str
+    manifest_prefix: str | None
+
+
+def find_stack(cloudformation: Any, stack_name: str) -> StackOutputs:
+    """The outputs of a deployed s3wq stack; BadInput if there is no such stack or it is not one."""
+    try:
+        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    except ClientError as exc:
+        if "does not exist" in str(exc):
+            raise BadInput(f"no CloudFormation stack named {stack_name!r} (deploy with `npx cdk deploy`, or pass --stack)") from exc
+        raise StorageError(f"cannot describe stack {stack_name!r}: {exc}") from exc
+    except BotoCoreError as exc:
+        raise StorageError(f"cannot describe stack {stack_name!r}: {exc}") from exc
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+    missing = [k for k in ("StateMachineArn", "WorkspaceUri") if k not in outputs]
+    if missing:
+        raise BadInput(f"stack {stack_name!r} has no output {missing[0]}: is it an s3wq stack?")
+    return StackOutputs(stack_name, outputs["StateMachineArn"], outputs["WorkspaceUri"], outputs.get("ManifestPrefix"))
+
+
+def start_execution(sfn: Any, state_machine_arn: str, *, workers: int, failure_tolerance: int = 0) -> str:
+    name = f"cli-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    document = {"workers": workers, "failureTolerance": failure_tolerance}
+    try:
+        return sfn.start_execution(stateMachineArn=state_machine_arn, name=name, input=json.dumps(document))["executionArn"]
+    except (ClientError, BotoCoreError) as exc:
+        raise StorageError(f"cannot start an execution of {state_machine_arn}: {exc}") from exc
+
+
+def workspace_backend(workspace: str, s3_client: Any) -> Backend:
+    bucket, prefix = parse_s3_uri(workspace)
+    return S3Backend(s3_client=s3_client, bucket=bucket, prefix=prefix)
+
+
+def follow_execution(sfn: Any, execution_arn: str, backend: Backend, *, show: bool, stream: io.TextIOBase | None = None) -> tuple[dict, dict]:
+    """Poll the execution and the queue until the execution ends; return its description and the last status."""
+    progress = RunProgress(stream=stream) if show else None
+    try:
+        while True:
+            description = sfn.describe_execution(executionArn=execution_arn)
+            status = queue_status(backend)
+            if progress:
+                progress.update(status)
+            if description["status"] != "RUNNING":
+                return description, status
+            time.sleep(POLL_SECONDS)
+    finally:
+        if progress:
+            progress.stop()
