@@ -73,7 +73,7 @@ class WorkerStateMachine(Construct):
             self,
             "BadInput",
             error="BadInput",
-            cause=f"'workers' must be a number from 1 to {settings.max_workers} and 'failureTolerance' a number",
+            cause=f"'workers' must be a number from 1 to {settings.max_workers} and 'failureTolerance' a number of 0 or more",
         )
         cap_workers = sfn.Pass(
             self,
@@ -176,6 +176,7 @@ class WorkerStateMachine(Construct):
                     sfn.Condition.not_(sfn.Condition.is_numeric("$.args.workers")),
                     sfn.Condition.not_(sfn.Condition.is_numeric("$.args.failureTolerance")),
                     sfn.Condition.number_less_than("$.args.workers", 1),
+                    sfn.Condition.number_less_than("$.args.failureTolerance", 0),
                 ),
                 bad_input,
             )

@@ -13,6 +13,8 @@ import time
 from dataclasses import asdict
 from typing import Any, Callable, Sequence
 
+from botocore.exceptions import NoCredentialsError, NoRegionError
+
 from . import __version__, layout
 from .backends import S3Backend, open_backend, request_counts
 from .config import DEFAULT_GROUP_SIZE, DEFAULT_MAX_ATTEMPTS, DEFAULT_PROCESSOR, DEFAULT_TIME_LIMIT_SECONDS, WorkerSettings
@@ -135,7 +137,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     def human(d: dict) -> str:
         lines = [f"group {d['hash']}: {d['state']}", "paths:", *(f"  {p}" for p in d["paths"])]
         lock = d["lock"]
-        lines.append("lock: none" if lock is None else "lock: " + ", ".join(f"{k}={v}" for k, v in lock.items() if v not in (None, False)))
+        lines.append("lock: none" if lock is None else "lock: " + ", ".join(f"{k}={v}" for k, v in lock.items() if v is not None and v is not False))
         for name in ("done", "failed"):
             if d[name] is not None:
                 lines.append(f"{name}: " + ", ".join(f"{k}={v}" for k, v in d[name].items() if k != "paths"))
@@ -194,6 +196,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
@@ -262,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--stack", default=DEFAULT_STACK_NAME, help=f"CloudFormation stack name (default {DEFAULT_STACK_NAME})")
     p.add_argument("--workers", type=_positive_int, required=True, help="worker Lambdas per round")
-    p.add_argument("--failure-tolerance", type=int, default=0, help="failed groups the execution tolerates (default 0)")
+    p.add_argument("--failure-tolerance", type=_non_negative_int, default=0, help="failed groups the execution tolerates (default 0)")
     p.add_argument("--wait", action="store_true", help="follow the execution to its end; the exit code is its result")
     p.set_defaults(func=cmd_start)
 
@@ -343,6 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except BadInput as exc:
         print(f"s3wq: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (NoRegionError, NoCredentialsError) as exc:
+        print(f"s3wq: error: {exc} (set AWS_REGION and credentials, or AWS_PROFILE)", file=sys.stderr)
         return EXIT_BAD_INPUT
     except S3wqError as exc:
         print(f"s3wq: failed: {exc}", file=sys.stderr)

@@ -18,6 +18,8 @@ def rate_and_eta(status: dict, elapsed: float, finished_at_start: int = 0) -> tu
     """Groups finished per second since watching began, and the seconds left at that rate."""
     finished = status["done"] + status["failed"] - finished_at_start
     rate = finished / elapsed if elapsed > 0 else 0.0
+    if status["remaining"] == 0:
+        return rate, 0.0
     eta = status["remaining"] / rate if rate > 0 else None
     return rate, eta
 

@@ -10,7 +10,7 @@ Lambdas. It shows progress until the execution ends, then a summary.
 from __future__ import annotations
 
 import json
-import os
+import signal
 import sys
 import time
 from typing import Any
@@ -134,6 +134,9 @@ def _print_summary(summary: dict, ok: bool) -> None:
 
 
 def run_up(*, port: int | None, workers: int, group_size: int, processor: str) -> int:
+    # A service manager stops with SIGTERM: leave through the context manager,
+    # which stops the server process too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with LocalCloud(port=port) as cloud:
         stack = cloud.deploy({"defaultWorkers": workers, "groupSize": group_size, "processor": processor})
         print(f"local cloud on {cloud.endpoint}, logs in {cloud.log_dir}")
@@ -143,7 +146,8 @@ def run_up(*, port: int | None, workers: int, group_size: int, processor: str) -
         for key, value in cloud.env().items():
             print(f"  export {key}={value}")
         print(f"  aws s3 cp my-manifest.txt {stack.outputs['ManifestPrefix']}my-manifest.txt")
-        print(f"  s3wq status {stack.workspace} --json")
+        print(f"  s3wq status {stack.workspace} --watch")
+        print(f"  s3wq start --stack {stack.stack_name} --workers {workers} --wait")
         print("Ctrl-C stops it.", flush=True)
         try:
             while cloud.process and cloud.process.poll() is None:

@@ -1,0 +1,171 @@
+"""The progress display of a run: rich on a terminal, plain lines elsewhere, and the rate and ETA they show.
+
+The module's clock is replaced by one the test moves, so rates, ETAs and the
+spacing of plain lines are exact, whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import types
+
+import pytest
+from rich.console import Console
+
+from s3wq import progress
+from s3wq.progress import PLAIN_INTERVAL_SECONDS, RunProgress, rate_and_eta
+
+ANSI_ESCAPE = "\x1b"
+
+
+def status(*, groups: int, done: int, failed: int = 0, locked: int = 0) -> dict:
+    """A queue_status document, consistent in itself."""
+    remaining = groups - done - failed
+    pending = remaining - locked
+    return {"groups": groups, "paths": 2 * groups, "done": done, "failed": failed, "locked": locked, "pending": pending, "remaining": remaining}
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The progress module's monotonic clock, at 1000 s; advance it with ``clock.now += seconds``."""
+    fake = types.SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(progress, "time", types.SimpleNamespace(monotonic=lambda: fake.now))
+    return fake
+
+
+def recording_console() -> Console:
+    # file=: the live display goes to the recording only, not to pytest's stdout.
+    return Console(record=True, width=120, force_terminal=True, file=io.StringIO())
+
+
+# --- rate_and_eta ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("doc", "elapsed", "finished_at_start", "expected"),
+    [
+        # 20 groups finished in 10 s since watching began (10 were finished before): 2/s, 20 left -> 10 s.
+        (status(groups=50, done=28, failed=2), 10.0, 10, (2.0, 10.0)),
+        # Failed groups are finished too: they count towards the rate.
+        (status(groups=40, done=0, failed=8), 4.0, 0, (2.0, 16.0)),
+        (status(groups=100, done=25), 50.0, 0, (0.5, 150.0)),
+    ],
+)
+def test_rate_counts_groups_finished_since_watching_began_and_eta_is_remaining_over_rate(doc, elapsed, finished_at_start, expected):
+    assert rate_and_eta(doc, elapsed, finished_at_start) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("doc", "elapsed", "finished_at_start"),
+    [
+        (status(groups=10, done=3), 0.0, 0),  # no time has passed
+        (status(groups=10, done=3), 5.0, 3),  # nothing finished since watching began
+    ],
+)
+def test_without_a_rate_there_is_no_eta(doc, elapsed, finished_at_start):
+    assert rate_and_eta(doc, elapsed, finished_at_start) == (0.0, None)
+
+
+def test_a_drained_queue_has_nothing_left_to_wait_for():
+    assert rate_and_eta(status(groups=10, done=9, failed=1), 5.0, 10) == (0.0, 0.0)
+
+
+# --- on a terminal: rich --------------------------------------------------------------------------
+
+
+def test_terminal_display_shows_progress_failed_locked_pending_rate_and_eta(clock):
+    console = recording_console()
+    with RunProgress(console=console) as display:
+        display.update(status(groups=50, done=10))
+        clock.now += 10
+        display.update(status(groups=50, done=28, failed=2, locked=5))
+
+    text = console.export_text()
+    final = text.rstrip("\n").rsplit("groups ", 1)[-1]  # the last frame the live display drew
+    # The bar counts finished groups (done 28 + failed 2) of all 50.
+    assert re.search(r"\b30/50\b", final), text
+    for shown in ("failed 2", "locked 5", "pending 15", "2.0 groups/s", "ETA 10s"):
+        assert shown in final, text
+
+
+def test_terminal_display_without_a_rate_shows_an_unknown_eta(clock):
+    console = recording_console()
+    with RunProgress(console=console) as display:
+        display.update(status(groups=8, done=0, locked=3))
+        clock.now += 4
+        display.update(status(groups=8, done=0, locked=3))
+
+    final = console.export_text().rstrip("\n").rsplit("groups ", 1)[-1]
+    assert re.search(r"\b0/8\b", final)
+    assert "locked 3  pending 5  0.0 groups/s  ETA ?" in final
+
+
+def test_terminal_display_draws_a_bar_with_terminal_escapes(clock):
+    console = recording_console()
+    with RunProgress(console=console) as display:
+        display.update(status(groups=4, done=4))
+
+    assert ANSI_ESCAPE in console.export_text(styles=True, clear=False)
+    assert "━" in console.export_text()
+
+
+# --- elsewhere: plain lines -----------------------------------------------------------------------
+
+
+def plain_lines(stream: io.StringIO) -> list[str]:
+    return stream.getvalue().splitlines()
+
+
+def elapsed_of(line: str) -> float:
+    return float(line.split("s", 1)[0])
+
+
+def test_a_stream_that_is_not_a_terminal_gets_plain_lines(clock):
+    stream = io.StringIO()
+    with RunProgress(stream=stream) as display:
+        display.update(status(groups=6, done=4, failed=2))
+
+    assert ANSI_ESCAPE not in stream.getvalue()
+    [line] = plain_lines(stream)
+    assert re.fullmatch(r"\s*0\.0s  done 4/6  failed 2  locked 0  pending 0  0\.0 groups/s  ETA \S+", line), line
+
+
+def test_plain_mode_writes_at_most_one_line_per_interval_and_the_final_state_on_stop(clock):
+    stream = io.StringIO()
+    display = RunProgress(stream=stream)
+    polls = 0
+    # A poll every half second for 9.5 s: done goes up by one each time.
+    for done in range(20):
+        display.update(status(groups=40, done=done))
+        polls += 1
+        clock.now += 0.5
+    clock.now -= 0.5  # the clock as it was at the last poll
+    printed_while_running = plain_lines(stream)
+
+    display.stop()
+
+    lines = plain_lines(stream)
+    assert polls == 20
+    times = [elapsed_of(line) for line in printed_while_running]
+    assert times[0] == 0.0
+    assert all(later - earlier >= PLAIN_INTERVAL_SECONDS for earlier, later in zip(times, times[1:])), times
+    assert len(printed_while_running) <= 9.5 / PLAIN_INTERVAL_SECONDS + 1
+    # stop() adds the last state, which had not been printed yet.
+    assert len(lines) == len(printed_while_running) + 1
+    assert lines[-1].startswith("    9.5s  done 19/40  failed 0  locked 0  pending 21  ")
+    assert "ETA" in lines[-1]
+
+
+def test_plain_mode_stop_prints_nothing_more_when_the_last_state_was_printed(clock):
+    stream = io.StringIO()
+    display = RunProgress(stream=stream)
+    display.update(status(groups=3, done=1))
+    clock.now += PLAIN_INTERVAL_SECONDS
+    display.update(status(groups=3, done=3))
+
+    display.stop()
+
+    lines = plain_lines(stream)
+    assert len(lines) == 2
+    assert lines[-1].startswith(f"{PLAIN_INTERVAL_SECONDS:7.1f}s  done 3/3  ")
