@@ -19,7 +19,8 @@ MAX_WORKERS_LIMIT = 1000
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
 
 _BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-_PREFIX_RE = re.compile(r"[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*")
+# No "*" (or "?"): in an IAM resource ARN it is a wildcard and would widen every grant.
+_PREFIX_RE = re.compile(r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*")
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,33 @@ def _manifest_record(rt: Runtime, record: Any) -> dict:
     return {"manifest": uri, **outcome, **start_workers(rt, execution_name(bucket, key, etag))}
 
 
+def s3_records(event: dict) -> list[dict]:
+    """The S3 notification records of an event, unwrapping S3 -> SNS -> Lambda; BadInput for anything else."""
+    records = event["Records"]
+    if not isinstance(records, list):
+        raise BadInput("'Records' must be a list of S3 event records")
+    found = []
+    for position, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise BadInput(f"record {position} is not an object")
+        if record.get("EventSource") == "aws:sns":
+            try:
+                message = json.loads(record["Sns"]["Message"])
+            except (KeyError, TypeError, ValueError):
+                raise BadInput(f"record {position}: an SNS record whose Message is not JSON") from None
+            if isinstance(message, dict) and message.get("Event") == "s3:TestEvent":
+                continue
+            if not isinstance(message, dict) or "Records" not in message:
+                raise BadInput(f"record {position}: an SNS message that does not carry S3 event records")
+            found.extend(s3_records(message))
+            continue
+        if record.get("eventSource") != "aws:s3" or not isinstance(record.get("s3"), dict):
+            source = record.get("eventSource") or record.get("EventSource") or "unknown"
+            raise BadInput(f"record {position} comes from {source!r}, not an S3 notification (aws:s3)")
+        found.append(record)
+    return found
+
+
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
@@ -113,8 +140,7 @@ def handler(event: Any, context: Any) -> dict:
         logger.info("ignoring s3:TestEvent")
         return {"ignored": "s3:TestEvent"}
     if "Records" in event:
-        records = [_manifest_record(rt, record) for record in S3Event(event).records]
-        return {"manifests": records}
+        return {"manifests": [_manifest_record(rt, record) for record in S3Event({"Records": s3_records(event)}).records]}
     if "sources" in event:
         sources = event["sources"]
         if not isinstance(sources, list) or not sources or not all(isinstance(s, str) for s in sources):

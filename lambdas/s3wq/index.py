@@ -27,6 +27,7 @@ import json
 import math
 import random
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -69,6 +70,10 @@ class SegmentInfo:
 @dataclass(frozen=True)
 class Catalog:
     segments: tuple[SegmentInfo, ...] = ()
+    # A token unique to the populate that wrote this version, so that a
+    # populate whose catalog write was applied but whose response was lost
+    # recognises its own write.
+    writer: str = ""
 
     @property
     def groups(self) -> int:
@@ -79,7 +84,7 @@ class Catalog:
         return sum(s.paths for s in self.segments)
 
     def to_json(self) -> bytes:
-        doc = {"format": CATALOG_FORMAT, "segments": [asdict(s) for s in self.segments]}
+        doc = {"format": CATALOG_FORMAT, "writer": self.writer, "segments": [asdict(s) for s in self.segments]}
         return json.dumps(doc, separators=(",", ":")).encode("utf-8")
 
     @classmethod
@@ -96,9 +101,10 @@ class Catalog:
                     raise ValueError(f"segment key outside {layout.INDEX_SEGMENTS_PREFIX}: {info.key!r}")
                 layout.check_hash(info.key[len(layout.INDEX_SEGMENTS_PREFIX) :].removesuffix(".csv.zstd"))
                 segments.append(info)
+            writer = str(doc.get("writer", ""))
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError, BadGroupHash) as exc:
             raise IndexCorrupt(f"{layout.INDEX_CATALOG_KEY} is not a valid catalog: {exc}") from exc
-        return cls(tuple(segments))
+        return cls(tuple(segments), writer)
 
 
 # --- rows -------------------------------------------------------------------
@@ -293,6 +299,7 @@ class WorkIndex:
         wanted = sorted(set(paths))
         known = _Known()
         result = PopulateResult()
+        writer = uuid.uuid4().hex
         for attempt in range(1, MAX_CATALOG_ATTEMPTS + 1):
             result.catalog_attempts = attempt
             catalog, catalog_etag = self.read_catalog()
@@ -315,17 +322,18 @@ class WorkIndex:
             if progress:
                 progress(f"writing {len(groups)} groups in {len(by_prefix)} segments")
             infos = [self._write_segment(members, prefix) for prefix, members in sorted(by_prefix.items())]
-            new_catalog = Catalog(catalog.segments + tuple(infos))
+            new_catalog = Catalog(catalog.segments + tuple(infos), writer=f"{writer}:{attempt}")
             try:
                 if catalog_etag is None:
                     self.backend.create(layout.INDEX_CATALOG_KEY, new_catalog.to_json())
                 else:
                     self.backend.replace(layout.INDEX_CATALOG_KEY, new_catalog.to_json(), catalog_etag)
             except (ConditionFailed, ObjectNotFound):
-                # Another populate swapped the catalog first: back off with
-                # jitter so a crowd of populates does not retry in lockstep.
-                time.sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
-                continue
+                if self.read_catalog()[0].writer != new_catalog.writer:
+                    # Another populate swapped the catalog first: back off with
+                    # jitter so a crowd of populates does not retry in lockstep.
+                    time.sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
+                    continue
             result.added_paths = len(fresh)
             result.added_groups = len(groups)
             result.segments_written = len(infos)

@@ -193,13 +193,23 @@ class ClaimProtocol:
         return self.backend.exists(layout.failed_key(hash_))
 
     def mark_done(self, claim: Claim) -> bool:
-        """Write the done flag; False if one was already there (a second completion)."""
-        doc = {"worker_id": self.worker_id, "attempt": claim.attempt, "finished_at": _now_iso()}
+        """Write the done flag; False if another completion had written it first.
+
+        The flag names the claim's owner, so that our own write whose response
+        was lost (the SDK's retry then finds the flag) still counts as ours.
+        """
+        key = layout.done_key(claim.hash)
+        doc = {"worker_id": self.worker_id, "attempt": claim.attempt, "owner": claim.owner, "finished_at": _now_iso()}
         try:
-            self.backend.create(layout.done_key(claim.hash), json.dumps(doc).encode("utf-8"))
+            self.backend.create(key, json.dumps(doc).encode("utf-8"))
             return True
         except ObjectExists:
-            return False
+            pass
+        try:
+            existing = json.loads(self.backend.read(key).body or b"{}")
+        except (ValueError, ObjectNotFound):
+            return False  # an olmocr flag (empty) or one being replaced: not ours
+        return isinstance(existing, dict) and existing.get("owner") == claim.owner
 
     def finalize_failed(self, claim: Claim, group: Group, error: str, *, attempts: int | None = None) -> bool:
         """Record that the group used up its attempts; False if we had lost the lock meanwhile.
@@ -227,10 +237,18 @@ class ClaimProtocol:
 
     def _rewrite(self, claim: Claim, body: LockBody) -> str | None:
         """Replace our own lock's body; the new ETag, or None if the lock is no longer ours."""
+        key, data = layout.lock_key(claim.hash), body.encode()
         try:
-            return self.backend.replace(layout.lock_key(claim.hash), body.encode(), claim.etag)
+            return self.backend.replace(key, data, claim.etag)
         except (ObjectChanged, ObjectNotFound):
+            pass
+        # The SDK retries a request whose response was lost; if the first try
+        # was applied, the retry fails its If-Match against our own write.
+        try:
+            current = self.backend.read(key)
+        except ObjectNotFound:
             return None
+        return current.etag if current.body == data else None
 
     def next_attempt(self, claim: Claim, error: str) -> Claim | None:
         """Keep the lock for another attempt, recording the count first so a crash still uses it up."""

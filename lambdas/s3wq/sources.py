@@ -78,9 +78,46 @@ def _open_manifest(name: str, s3_client: Callable[[], Any]) -> io.TextIOBase:
     if name.endswith(".gz"):
         raw = gzip.GzipFile(fileobj=raw)
     elif name.endswith((".zst", ".zstd")):
-        raw = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        raw = io.BufferedReader(_StrictZstdReader(raw))
     # utf-8-sig: editors on Windows start files with a byte-order mark.
     return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="\n")
+
+
+class _StrictZstdReader(io.RawIOBase):
+    """Streams the frames of a zstd file and, unlike zstandard's stream_reader, raises
+    EOFError when the input ends inside a frame: a cut-short manifest must not pass
+    for a shorter one."""
+
+    _CHUNK = 1 << 16
+
+    def __init__(self, raw: Any):
+        self._raw = raw
+        self._decompressor = None
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._raw.read(self._CHUNK)
+            if not chunk:
+                if self._decompressor is not None and not self._decompressor.eof:
+                    raise EOFError("the zstd stream ends inside a frame (truncated file)")
+                return 0
+            while chunk:
+                if self._decompressor is None or self._decompressor.eof:
+                    self._decompressor = zstandard.ZstdDecompressor().decompressobj()
+                self._pending += self._decompressor.decompress(chunk)
+                chunk = self._decompressor.unused_data if self._decompressor.eof else b""
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def iter_manifest(name: str, s3_client: Callable[[], Any]) -> Iterator[tuple[int, str]]:

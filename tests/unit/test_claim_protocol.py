@@ -176,8 +176,11 @@ def test_done_flag_is_created_once(local_backend):
 
     assert proto.mark_done(claim) is True
     first = local_backend.read(layout.done_key(HASH)).body
-    assert proto.mark_done(claim) is False
-    assert protocol(local_backend, "w2").mark_done(claim) is False
+    # The same claim again is a retry of our own write (its response lost): still ours.
+    assert proto.mark_done(claim) is True
+    # Another claim's completion finds the flag written by someone else.
+    other = Claim(HASH, claim.etag, claim.attempt, reclaimed=False, owner="w2:another-claim")
+    assert protocol(local_backend, "w2").mark_done(other) is False
 
     assert local_backend.read(layout.done_key(HASH)).body == first
     assert json.loads(first)["worker_id"] == "w1"
@@ -317,6 +320,7 @@ class ClaimMachine(RuleBasedStateMachine):
         self.locks: dict[str, LockModel] = {}
         self.live: dict[str, list[Record]] = {h: [] for h in self.HASHES}
         self.done_created: dict[str, int] = {h: 0 for h in self.HASHES}
+        self.done_owner: dict[str, str] = {}
 
     def teardown(self):
         shutil.rmtree(self.root, ignore_errors=True)
@@ -392,9 +396,14 @@ class ClaimMachine(RuleBasedStateMachine):
     @rule(record=records)
     def mark_done(self, record):
         hash_ = record.claim.hash
-        created = self.protocols[record.worker].mark_done(record.claim)
-        assert created is (self.done_created[hash_] == 0)
-        self.done_created[hash_] += created
+        ours = self.protocols[record.worker].mark_done(record.claim)
+        # True for the first completion, and again for the same claim (a retry
+        # of its own write whose response was lost); False for anyone else's.
+        first = self.done_created[hash_] == 0
+        assert ours is (first or self.done_owner.get(hash_) == record.claim.owner)
+        if first:
+            self.done_created[hash_] = 1
+            self.done_owner[hash_] = record.claim.owner
 
     @invariant()
     def at_most_one_live_claim_and_one_done_flag(self):

@@ -1,0 +1,111 @@
+"""Every benchmark under bench/ runs at a tiny size, as a user runs it, and prints the JSON the README quotes.
+
+Nothing here is timed: a shared CI machine would make any time limit flaky.
+What is checked is each benchmark's output and its correctness figures (no
+group processed twice by s3wq, every group done, populate idempotent, each
+starting worker got a group of its own); the figures themselves are measured
+at full size and quoted in the README.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH_DIR = Path(__file__).resolve().parent.parent.parent / "bench"
+# Generous: a tiny run takes seconds, but CI's two cores may be busy.
+BENCH_TIMEOUT_SECONDS = 180
+
+
+def run_bench(script: str, *args: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, str(BENCH_DIR / script), *args], capture_output=True, text=True, timeout=BENCH_TIMEOUT_SECONDS, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1, f"expected one JSON object on stdout, got {len(lines)} lines"
+    return json.loads(lines[0])
+
+
+@pytest.fixture(scope="module")
+def contention_json(tmp_path_factory) -> Path:
+    """One tiny contention run, shared by its own test and the cost test that reads it."""
+    result = run_bench("contention.py", "--workers", "1,3", "--groups", "12")
+    path = tmp_path_factory.mktemp("bench") / "contention.json"
+    path.write_text(json.dumps(result))
+    return path
+
+
+@pytest.mark.parametrize("script", ["contention.py", "populate.py", "start.py", "coldstart.py", "cost.py"])
+def test_every_benchmark_has_help_with_an_example(script):
+    done = subprocess.run([sys.executable, str(BENCH_DIR / script), "--help"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"bench/{script}" in done.stdout
+
+
+def test_contention_processes_every_group_and_s3wq_none_twice(contention_json):
+    result = json.loads(contention_json.read_text())
+
+    assert result["lock_modes"] == ["s3wq", "check-then-put"]
+    assert [r["workers"] for r in result["runs"]] == [1, 3]
+    for row in result["runs"]:
+        for mode in result["lock_modes"]:
+            run = row[mode]
+            assert run["groups_processed"] == run["groups_done"] == 12
+            assert {"wall_seconds", "groups_per_second", "requests_per_group", "requests_by_operation", "claim_conflicts"} <= set(run)
+        assert row["s3wq"]["duplicate_processing"] == 0
+        assert set(row["ratio"]) == {"groups_per_second", "requests_per_group"}
+    uncontended = result["runs"][0]["s3wq"]
+    # PUT lock, HEAD done flag, PUT done flag, DELETE lock.
+    assert uncontended["marginal_requests_per_group"] == 4.0
+    assert {t["target"] for t in result["targets"]} >= {"duplicate processing, s3wq, every W"}
+
+
+def test_populate_adds_each_path_once_and_writes_the_same_index_on_both_backends():
+    result = run_bench("populate.py", "--paths", "3000", "--group-size", "10")
+
+    local, s3 = result["backends"]["local"], result["backends"]["s3"]
+    for phases in (local, s3):
+        assert (phases["first"]["added_paths"], phases["first"]["added_groups"]) == (3000, 300)
+        assert (phases["again"]["added_paths"], phases["again"]["already_indexed"]) == (0, 3000)
+        assert (phases["grown"]["added_paths"], phases["grown"]["already_indexed"]) == (300, 3000)
+        assert all(p["peak_rss_mb"] > 0 and p["seconds"] >= 0 for p in phases.values())
+    assert [p["index_bytes"] for p in local.values()] == [p["index_bytes"] for p in s3.values()]
+    assert s3["again"]["s3_requests"].get("PutObject", 0) == 0
+
+
+def test_start_gives_each_worker_its_own_group_and_costs_the_same_at_every_size():
+    result = run_bench("start.py", "--groups", "300,600", "--workers", "2,3")
+
+    for size in result["sizes"]:
+        assert size["done"] == size["groups"] // 2
+        for run in size["runs"]:
+            assert run["distinct_groups_claimed"] == run["workers"]
+        assert size["seed"]["requests_until_ready"] > 0
+    one_worker = [size["one_worker"]["requests_until_ready"] for size in result["sizes"]]
+    assert one_worker[0] == one_worker[1]
+    assert result["scaling"]["interaction"] is not None
+
+
+def test_coldstart_times_each_handler_import():
+    result = run_bench("coldstart.py", "--runs", "1", "--env", "local", "--no-bundle")
+
+    handlers = result["imports"]["local"]
+    assert set(handlers) == {"handlers.populate", "handlers.worker", "handlers.status"}
+    assert all(h["median_ms"] > 0 for h in handlers.values())
+    assert "bundle" not in result
+
+
+def test_cost_prices_every_queue_from_a_contention_result(contention_json):
+    result = run_bench("cost.py", "--contention", str(contention_json))
+
+    assert result["prices_as_of"]
+    for row in result["runs"]:
+        assert set(row) >= {"s3wq", "check-then-put", "sqs_lambda"}
+        assert all(row[q]["dollars_total"] > 0 for q in ("s3wq", "check-then-put", "sqs_lambda"))
+        # Three SQS requests and one Lambda request per group.
+        assert row["sqs_lambda"]["dollars_total"] == 1.4
