@@ -93,9 +93,12 @@ class WorkerStateMachine(Construct):
                 "round": 0,
             },
         )
-        count_before = _retry_lambda_errors(
-            tasks.LambdaInvoke(self, "CountBefore", lambda_function=status, payload_response_only=True, retry_on_service_exceptions=False, result_path="$.status")
-        )
+        def count(name: str) -> tasks.LambdaInvoke:
+            """Invoke the status function; its counts land in $.status."""
+            invoke = tasks.LambdaInvoke(self, name, lambda_function=status, payload_response_only=True, retry_on_service_exceptions=False, result_path="$.status")
+            return _retry_lambda_errors(invoke)
+
+        count_before = count("CountBefore")
         next_round = sfn.Pass(
             self,
             "NextRound",
@@ -124,9 +127,7 @@ class WorkerStateMachine(Construct):
             # Reports of up to 1,000 workers would overflow the 256 KB state.
             result_path=sfn.JsonPath.DISCARD,
         ).item_processor(work)
-        count_after = _retry_lambda_errors(
-            tasks.LambdaInvoke(self, "CountAfter", lambda_function=status, payload_response_only=True, retry_on_service_exceptions=False, result_path="$.status")
-        )
+        count_after = count("CountAfter")
         wait_for_locks = sfn.Wait(
             self,
             "WaitForLocks",
