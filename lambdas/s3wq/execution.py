@@ -17,7 +17,8 @@ from .progress import RunProgress
 from .queue import queue_status
 
 DEFAULT_STACK_NAME = "S3wq"
-POLL_SECONDS = 1.0
+# Counting a big workspace lists every flag: poll gently by default.
+POLL_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,9 @@ def workspace_backend(workspace: str, s3_client: Any) -> Backend:
     return S3Backend(s3_client=s3_client, bucket=bucket, prefix=prefix)
 
 
-def follow_execution(sfn: Any, execution_arn: str, backend: Backend, *, show: bool, stream: io.TextIOBase | None = None) -> tuple[dict, dict]:
+def follow_execution(
+    sfn: Any, execution_arn: str, backend: Backend, *, show: bool, stream: io.TextIOBase | None = None, interval: float = POLL_SECONDS
+) -> tuple[dict, dict]:
     """Poll the execution and the queue until the execution ends; return its description and the last status."""
     progress = RunProgress(stream=stream) if show else None
     try:
@@ -70,7 +73,7 @@ def follow_execution(sfn: Any, execution_arn: str, backend: Backend, *, show: bo
                 progress.update(status)
             if description["status"] != "RUNNING":
                 return description, status
-            time.sleep(POLL_SECONDS)
+            time.sleep(interval)
     finally:
         if progress:
             progress.stop()
