@@ -71,6 +71,9 @@ class LockBody:
     released: bool = False  # handed back after a failed attempt: take it over at once
     failed: bool = False  # attempts used up: never take it over (see ClaimProtocol.finalize_failed)
     error: str | None = None
+    # Unique to this write, so that finding these exact bytes stored means
+    # this write was applied (its response lost), never an equal later one.
+    write_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def encode(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":")).encode("utf-8")
@@ -88,6 +91,7 @@ class LockBody:
                 released=bool(doc.get("released", False)),
                 failed=bool(doc.get("failed", False)),
                 error=None if doc.get("error") is None else str(doc["error"]),
+                write_id=str(doc.get("write_id", "")),
             )
         except (ValueError, KeyError, TypeError, RecursionError):
             return None
@@ -134,11 +138,10 @@ class WorkerReport:
 class ClaimProtocol:
     """Lock, complete and release one group; every step is one conditional request."""
 
-    def __init__(self, backend: Backend, *, worker_id: str, lock_timeout: float, max_attempts: int):
+    def __init__(self, backend: Backend, *, worker_id: str, lock_timeout: float):
         self.backend = backend
         self.worker_id = worker_id
         self.lock_timeout = lock_timeout
-        self.max_attempts = max_attempts
 
     def _new_body(self, attempt: int) -> LockBody:
         return LockBody(owner=f"{self.worker_id}:{uuid.uuid4().hex}", worker_id=self.worker_id, attempt=attempt, claimed_at=_now_iso())
@@ -334,9 +337,7 @@ class Worker:
         started = time.monotonic()
         self.remaining_time = remaining_time or (lambda: settings.time_limit - (time.monotonic() - started))
         self.observer = observer or WorkerObserver()
-        self.protocol = ClaimProtocol(
-            backend, worker_id=self.worker_id, lock_timeout=settings.effective_lock_timeout, max_attempts=settings.max_attempts
-        )
+        self.protocol = ClaimProtocol(backend, worker_id=self.worker_id, lock_timeout=settings.effective_lock_timeout)
         self.index = WorkIndex(backend)
         self.report = WorkerReport(worker_id=self.worker_id)
         self.longest_group_seconds = 0.0
@@ -350,7 +351,7 @@ class Worker:
         total_groups = sum(r.groups or 0 for r in refs)
         spot = self.position * len(refs)
         first = int(spot)
-        waiting: dict[str, tuple[Group, _SegmentView]] = {}
+        waiting: dict[str, Group] = {}
         for n in range(len(refs)):
             if not self.has_time():
                 self.report.stopped_reason = "time_limit"
@@ -368,7 +369,7 @@ class Worker:
                     return self.report
                 outcome = self._work_on(group, checked_failed=view.listed)
                 if isinstance(outcome, Held):
-                    waiting[group.hash] = (group, view)
+                    waiting[group.hash] = group
                 elif outcome == "already_finished" and view.listed:
                     # Our listing is out of date: peers have been finishing
                     # groups here. One LIST now saves a lock round trip for
@@ -405,7 +406,7 @@ class Worker:
                 found.add(hash_)
         return found
 
-    def _drain_waiting(self, waiting: dict[str, tuple[Group, _SegmentView]]) -> None:
+    def _drain_waiting(self, waiting: dict[str, Group]) -> None:
         """Come back to groups others held: they may finish, release or go stale.
 
         Stop early when every remaining lock will still be live at our
@@ -421,7 +422,7 @@ class Worker:
             # Poll with backoff, but never past the moment a lock goes stale.
             time.sleep(max(0.0, min(pause, soonest)))
             pause = min(pause * 2, 5.0)
-            for hash_, (group, _view) in list(waiting.items()):
+            for hash_, group in list(waiting.items()):
                 if not self.has_time():
                     self.report.stopped_reason = "time_limit"
                     return

@@ -82,8 +82,8 @@ def delete(backend: Any, key: str, etag: str) -> str:
     return WON
 
 
-def claim(backend: Any, hash_: str, worker_id: str, lock_timeout: float, max_attempts: int) -> Any:
-    return ClaimProtocol(backend, worker_id=worker_id, lock_timeout=lock_timeout, max_attempts=max_attempts).claim(hash_)
+def claim(backend: Any, hash_: str, worker_id: str, lock_timeout: float) -> Any:
+    return ClaimProtocol(backend, worker_id=worker_id, lock_timeout=lock_timeout).claim(hash_)
 
 
 def populate(backend: Any, paths: list[str], group_size: int) -> Any:

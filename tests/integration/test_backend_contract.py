@@ -304,11 +304,11 @@ def wait_until_stale(backend, key: str, lock_timeout: float, deadline_seconds: f
 def test_racing_takeovers_of_a_stale_lock_have_exactly_one_winner(racers, workspace, backend):
     lock_timeout = 1.0
     hash_ = layout.group_hash([f"s3://inputs/{uuid.uuid4().hex}.pdf"])
-    original = ClaimProtocol(backend, worker_id="parent", lock_timeout=lock_timeout, max_attempts=5).claim(hash_)
+    original = ClaimProtocol(backend, worker_id="parent", lock_timeout=lock_timeout).claim(hash_)
     assert isinstance(original, Claim) and original.attempt == 1
     wait_until_stale(backend, layout.lock_key(hash_), lock_timeout)
 
-    outcomes = racers.race(racing.claim, workspace, [(hash_, f"r{i}", lock_timeout, 5) for i in range(racers.size)])
+    outcomes = racers.race(racing.claim, workspace, [(hash_, f"r{i}", lock_timeout) for i in range(racers.size)])
 
     claims = [(i, outcome) for i, outcome in enumerate(outcomes) if isinstance(outcome, Claim)]
     assert len(claims) == 1, f"outcomes {outcomes}"
@@ -326,11 +326,11 @@ def test_racing_takeovers_of_a_stale_lock_have_exactly_one_winner(racers, worksp
 
 def test_racing_takeovers_of_a_released_lock_have_exactly_one_winner(racers, workspace, backend):
     hash_ = layout.group_hash([f"s3://inputs/{uuid.uuid4().hex}.pdf"])
-    protocol = ClaimProtocol(backend, worker_id="parent", lock_timeout=600, max_attempts=5)
+    protocol = ClaimProtocol(backend, worker_id="parent", lock_timeout=600)
     original = protocol.claim(hash_)
     assert protocol.release_for_retry(original, "RuntimeError: first attempt failed")
 
-    outcomes = racers.race(racing.claim, workspace, [(hash_, f"r{i}", 600, 5) for i in range(racers.size)])
+    outcomes = racers.race(racing.claim, workspace, [(hash_, f"r{i}", 600) for i in range(racers.size)])
 
     claims = [(i, outcome) for i, outcome in enumerate(outcomes) if isinstance(outcome, Claim)]
     assert len(claims) == 1, f"outcomes {outcomes}"

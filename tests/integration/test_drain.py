@@ -13,7 +13,6 @@ import os
 from collections import Counter
 from pathlib import Path
 
-import pytest
 
 from support import run_cli
 from s3wq import WorkerSettings, WorkIndex, Worker, layout

@@ -373,7 +373,7 @@ def test_status_counts_each_state_of_the_queue(lambda_env, bucket, s3_backend):
     paths = [f"s3://{bucket}/inputs/doc-{n:02d}.txt" for n in range(9)]
     WorkIndex(s3_backend).populate(paths, group_size=2)
     done, failed, locked, *_ = sorted(WorkIndex(s3_backend).iter_groups(), key=lambda g: g.hash)
-    protocol = ClaimProtocol(s3_backend, worker_id="w-status", lock_timeout=900, max_attempts=1)
+    protocol = ClaimProtocol(s3_backend, worker_id="w-status", lock_timeout=900)
     claim = protocol.claim(done.hash)
     protocol.mark_done(claim)
     protocol.release(claim)

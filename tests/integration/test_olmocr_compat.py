@@ -126,7 +126,7 @@ def test_s3wq_names_its_flags_and_locks_as_olmocr_does(backend):
     expected_hashes = {olmocr_hash(g) for g in expected_groups}
     held = olmocr_hash(expected_groups[0])
     WorkIndex(backend).populate(paths, 4)
-    claim = ClaimProtocol(backend, worker_id="olmocr-stand-in", lock_timeout=600, max_attempts=3).claim(held)
+    claim = ClaimProtocol(backend, worker_id="olmocr-stand-in", lock_timeout=600).claim(held)
     assert isinstance(claim, Claim)
 
     Worker(backend, write_result, SETTINGS, worker_id="s3wq-worker").run()

@@ -89,7 +89,7 @@ def finished_run(s3_server) -> FinishedRun:
 
 def fail_group(backend, group: Group, error: str) -> None:
     """Record a group as failed the way a worker does on its last attempt."""
-    protocol = ClaimProtocol(backend, worker_id="ops-test", lock_timeout=900, max_attempts=1)
+    protocol = ClaimProtocol(backend, worker_id="ops-test", lock_timeout=900)
     claim = protocol.claim(group.hash)
     assert protocol.finalize_failed(claim, group, error)
 
@@ -255,7 +255,7 @@ def claimed_and_pending(s3_backend) -> tuple[Group, object, Group]:
     WorkIndex(s3_backend).populate(["s3://in/held-1.pdf", "s3://in/held-2.pdf", "s3://in/waiting.pdf"], group_size=2)
     held, pending = sorted(WorkIndex(s3_backend).iter_groups(), key=lambda g: len(g.paths), reverse=True)
     lock_timeout = WorkerSettings(time_limit=900).effective_lock_timeout
-    claim = ClaimProtocol(s3_backend, worker_id="live-worker", lock_timeout=lock_timeout, max_attempts=3).claim(held.hash)
+    claim = ClaimProtocol(s3_backend, worker_id="live-worker", lock_timeout=lock_timeout).claim(held.hash)
     assert claim.attempt == 1
     return held, claim, pending
 
@@ -284,7 +284,7 @@ def test_inspect_a_group_locked_by_a_live_claim_shows_owner_attempt_and_age(s3_w
 def test_inspect_shows_the_age_of_a_lock_taken_a_moment_ago(local_workspace, local_backend):
     WorkIndex(local_backend).populate(["s3://in/a.pdf"], group_size=1)
     [group] = WorkIndex(local_backend).iter_groups()
-    ClaimProtocol(local_backend, worker_id="live-worker", lock_timeout=900, max_attempts=3).claim(group.hash)
+    ClaimProtocol(local_backend, worker_id="live-worker", lock_timeout=900).claim(group.hash)
     # A lock stamped a little ahead of this clock (another machine's): its age is 0.0 however slow this test runs.
     ahead = time.time() + 3600
     os.utime(os.path.join(local_workspace, layout.lock_key(group.hash)), (ahead, ahead))

@@ -78,7 +78,7 @@ def test_a_worker_leaves_alone_a_group_a_peer_failed_after_it_loaded_the_index(b
         # Peers use up every attempt on every other group while this worker
         # handles its first one, i.e. after this worker listed the flags.
         if not processed:
-            peer = ClaimProtocol(ctx.backend, worker_id="peer", lock_timeout=60, max_attempts=MAX_ATTEMPTS)
+            peer = ClaimProtocol(ctx.backend, worker_id="peer", lock_timeout=60)
             for other in hashes - {group.hash}:
                 claim = peer.claim(other)
                 assert isinstance(claim, Claim)

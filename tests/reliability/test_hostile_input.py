@@ -51,7 +51,7 @@ def busy_workspace(s3_client, bucket, s3_backend) -> list[str]:
     """Three groups: one done, one failed (lock marked failed), one held by a live lock -- so a command that wrongly went ahead changes something."""
     WorkIndex(s3_backend).populate([f"s3://{bucket}/inputs/doc-{n}.txt" for n in range(6)], 2)
     groups = sorted(WorkIndex(s3_backend).iter_groups(), key=lambda g: g.hash)
-    protocol = ClaimProtocol(s3_backend, worker_id="busy", lock_timeout=900, max_attempts=1)
+    protocol = ClaimProtocol(s3_backend, worker_id="busy", lock_timeout=900)
     done = protocol.claim(groups[0].hash)
     protocol.mark_done(done)
     protocol.release(done)

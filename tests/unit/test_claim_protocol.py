@@ -25,8 +25,8 @@ HASH = layout.group_hash(["s3://inputs/a.pdf"])
 LONG = 60.0
 
 
-def protocol(backend, worker_id: str, lock_timeout: float = LONG, max_attempts: int = 3) -> ClaimProtocol:
-    return ClaimProtocol(backend, worker_id=worker_id, lock_timeout=lock_timeout, max_attempts=max_attempts)
+def protocol(backend, worker_id: str, lock_timeout: float = LONG) -> ClaimProtocol:
+    return ClaimProtocol(backend, worker_id=worker_id, lock_timeout=lock_timeout)
 
 
 def lock_body(backend, hash_: str = HASH) -> LockBody | None:
@@ -145,7 +145,7 @@ class FixedOwnerProtocol(ClaimProtocol):
 
 
 def test_lock_already_holding_our_owner_token_is_ours(local_backend):
-    proto = FixedOwnerProtocol(local_backend, worker_id="w1", lock_timeout=LONG, max_attempts=3)
+    proto = FixedOwnerProtocol(local_backend, worker_id="w1", lock_timeout=LONG)
     etag = local_backend.create(layout.lock_key(HASH), proto._new_body(1).encode())
 
     claim = proto.claim(HASH)
