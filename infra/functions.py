@@ -39,9 +39,10 @@ class QueueFunctions(Construct):
             handler="handlers.worker.handler",
             timeout=settings.worker_timeout_seconds,
             memory=settings.worker_memory_mb,
-            # One source for both: a lock goes stale only after its holder's
+            # One source for both: the lease outlasts the invocation, so a
+            # worker never renews, and its lock goes stale only after its
             # invocation has certainly ended.
-            environment={**common, s3wq_config.ENV_LOCK_TIMEOUT: str(settings.worker_timeout_seconds)},
+            environment={**common, s3wq_config.ENV_LEASE: str(settings.worker_timeout_seconds)},
             description="s3wq worker: claims and processes groups until the queue is empty or time runs out",
         )
         self.populate = self._function(

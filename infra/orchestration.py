@@ -10,8 +10,9 @@
 Input ``{"workers": N, "failureTolerance": F}``, both optional. The Map gets
 N items ``{"worker_index": i, "workers": N}`` and runs them all at once
 (MaxConcurrencyPath). A round that leaves groups behind is followed by another
-while it made progress; when it did not but locks are still held (a worker
-died holding one), the loop waits out the lock timeout first.
+while it finished groups; when it finished none but live locks are held (a
+worker died holding one, or a long group runs elsewhere), the loop first waits
+until the status function says the last of them would go stale.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class WorkerStateMachine(Construct):
                 "failureTolerance": sfn.JsonPath.number_at("$.failureTolerance"),
                 "items": sfn.JsonPath.list_at("$.items"),
                 "round": sfn.JsonPath.math_add(sfn.JsonPath.number_at("$.round"), 1),
-                "lastRemaining": sfn.JsonPath.number_at("$.status.remaining"),
+                "lastFinished": sfn.JsonPath.number_at("$.status.finished"),
             },
         )
         work = _retry_lambda_errors(tasks.LambdaInvoke(self, "Work", lambda_function=worker, payload_response_only=True, retry_on_service_exceptions=False))
@@ -131,8 +132,8 @@ class WorkerStateMachine(Construct):
         wait_for_locks = sfn.Wait(
             self,
             "WaitForLocks",
-            comment="No progress, but locks are held: let them go stale (lock timeout = worker timeout)",
-            time=sfn.WaitTime.duration(Duration.seconds(settings.worker_timeout_seconds + 5)),
+            comment="No progress, but live locks are held: wait until the last of them would go stale (status.wait_seconds)",
+            time=sfn.WaitTime.seconds_path("$.status.wait_seconds"),
         )
         summary = sfn.Pass(
             self,
@@ -164,7 +165,9 @@ class WorkerStateMachine(Construct):
             sfn.Choice(self, "MoreRounds")
             .when(sfn.Condition.number_equals("$.status.remaining", 0), summary)
             .when(sfn.Condition.number_greater_than_equals("$.round", settings.max_rounds), summary)
-            .when(sfn.Condition.number_less_than_json_path("$.status.remaining", "$.lastRemaining"), next_round)
+            # Progress is groups finished (done or failed), not groups remaining:
+            # a populate that adds groups mid-round must not look like a stall.
+            .when(sfn.Condition.number_greater_than_json_path("$.status.finished", "$.lastFinished"), next_round)
             .when(sfn.Condition.number_greater_than("$.status.locked", 0), wait_for_locks.next(next_round))
             .otherwise(summary)
         )

@@ -18,8 +18,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from s3wq.backends import Backend, S3Backend, make_s3_client, open_backend
 from s3wq.config import LambdaConfig
 from s3wq.index import Group
-from s3wq.processors import Processor, load_processor
-from s3wq.queue import Claim, WorkerObserver
+from s3wq.sandbox import ProcessorHost
+from s3wq.claims import Claim
+from s3wq.worker import WorkerObserver
 
 SERVICE = "s3wq"
 METRICS_NAMESPACE = "s3wq"
@@ -71,8 +72,13 @@ class Runtime:
         return open_backend(self.config.workspace, s3_client=self.s3)
 
     @cached_property
-    def processor(self) -> Processor:
-        return load_processor(self.config.processor)
+    def host(self) -> ProcessorHost:
+        """The processor host, kept for the life of the execution environment so a warm start reuses it."""
+        return ProcessorHost(self.config.processor, self.config.workspace)
+
+    def close(self) -> None:
+        if "host" in self.__dict__:
+            self.host.close()
 
     @cached_property
     def stepfunctions(self) -> Any:
@@ -89,9 +95,14 @@ class Runtime:
 @lru_cache(maxsize=1)
 def runtime() -> Runtime:
     """The cold-start wiring; a bad setting fails here, naming the variable."""
-    rt = Runtime(config=LambdaConfig.from_env(dict(os.environ)))
-    rt.processor  # noqa: B018 -- fail fast on an unknown processor, not mid-run
-    return rt
+    return Runtime(config=LambdaConfig.from_env(dict(os.environ)))
+
+
+def reset_runtime() -> None:
+    """Forget the wiring (the next call of ``runtime`` is a cold start), stopping its processor host."""
+    if runtime.cache_info().currsize:
+        runtime().close()
+    runtime.cache_clear()
 
 
 class PowertoolsObserver(WorkerObserver):
@@ -121,5 +132,5 @@ def remaining_seconds(context: Any) -> float:
     """What the invocation has left, from the Lambda context (or a generous budget without one)."""
     if context is not None and hasattr(context, "get_remaining_time_in_millis"):
         return context.get_remaining_time_in_millis() / 1000.0
-    return float(runtime().config.lock_timeout)
+    return float(runtime().config.lease)
 

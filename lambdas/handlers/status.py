@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from s3wq.queue import queue_status
+from s3wq.status import queue_status
 
 from .runtime import logger, runtime, tracer
 

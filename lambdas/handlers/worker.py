@@ -3,7 +3,10 @@
 Event (a Map item): ``{"worker_index": 3, "workers": 50, ...}``.
 Returns ``{worker_id, processed, failed, conflicts, reclaimed, stopped_reason, ...}``.
 A processor exception is one attempt of one group and never fails the
-invocation; a storage failure does, so that Step Functions retries it.
+invocation; a storage failure does, so that Step Functions retries it. The
+processor runs in a processor host that the worker stops before the
+invocation's deadline, so a group that outlasts the invocation is handed back
+(with how long it ran) instead of being killed with the invocation.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from s3wq.config import WorkerSettings
 from s3wq.errors import ConfigError
-from s3wq.queue import Worker
+from s3wq.runners import HostRunner
+from s3wq.worker import Worker
 
 from .runtime import PowertoolsObserver, logger, metrics, remaining_seconds, runtime, tracer
 
@@ -40,11 +44,17 @@ def handler(event: Any, context: Any) -> dict:
     request_id = getattr(context, "aws_request_id", "local")
     worker_id = f"w{index}-{request_id[:8]}"
     logger.append_keys(worker_id=worker_id)
-    settings = WorkerSettings(time_limit=remaining_seconds(context), lock_timeout=rt.config.lock_timeout, max_attempts=rt.config.max_attempts)
+    settings = WorkerSettings(
+        time_limit=remaining_seconds(context),
+        lease=rt.config.lease,
+        foreign_lock_timeout=rt.config.foreign_lock_timeout,
+        max_attempts=rt.config.max_attempts,
+    )
     worker = Worker(
         rt.backend,
-        rt.processor,
+        None,
         settings,
+        runner=HostRunner(rt.host),
         worker_id=worker_id,
         position=index / workers,
         remaining_time=lambda: remaining_seconds(context),

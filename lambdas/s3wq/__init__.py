@@ -10,7 +10,8 @@ from .config import WorkerSettings
 from .errors import S3wqError
 from .index import Group, WorkIndex
 from .processors import ProcessorContext, load_processor
-from .queue import Worker, WorkerReport, queue_status
+from .status import queue_status
+from .worker import Worker, WorkerReport
 
 __all__ = [
     "Group",

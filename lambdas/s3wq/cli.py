@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 import time
+import uuid
 from dataclasses import asdict
 from typing import Any, Callable, Sequence
 
@@ -17,15 +19,27 @@ from botocore.exceptions import NoCredentialsError, NoRegionError
 
 from . import __version__, layout
 from .backends import S3Backend, open_backend, request_counts
-from .config import DEFAULT_GROUP_SIZE, DEFAULT_MAX_ATTEMPTS, DEFAULT_PROCESSOR, DEFAULT_TIME_LIMIT_SECONDS, WorkerSettings
+from .config import (
+    DEFAULT_GROUP_SIZE,
+    DEFAULT_LEASE_SECONDS,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PROCESSOR,
+    DEFAULT_TIME_LIMIT_SECONDS,
+    FOREIGN_LOCK_TIMEOUT_SECONDS,
+    WorkerSettings,
+)
 from .errors import BadInput, S3wqError
-from .index import WorkIndex
-from .processors import BUILTIN_PROCESSORS, load_processor
-from .queue import Worker, queue_status, requeue_failed
 from .execution import DEFAULT_STACK_NAME, find_stack, follow_execution, start_execution, workspace_backend
-from .operations import inspect_group, list_failures
+from .index import WorkIndex
+from .operations import inspect_group, list_failures, release_locks, requeue_failed
+from .processors import BUILTIN_PROCESSORS, load_processor
 from .progress import RunProgress
+from .runners import HostRunner
+from .sandbox import ProcessorHost
 from .sources import SourceExpander
+from .status import queue_status
+from .stopping import GracefulStop
+from .worker import Worker
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -66,11 +80,16 @@ def cmd_populate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _counts_line(status: dict) -> str:
+    # finished and wait_seconds are for scripts and the state machine (--json).
+    return "  ".join(f"{k}={status[k]}" for k in ("groups", "paths", "done", "failed", "locked", "pending", "remaining"))
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     backend = _backend(args.workspace)
     if not args.watch:
         doc = queue_status(backend)
-        _emit(args, doc, lambda d: "  ".join(f"{k}={v}" for k, v in d.items()))
+        _emit(args, doc, _counts_line)
         return EXIT_OK
     # --json --watch: one JSON line per poll, for scripts; otherwise the progress display.
     progress = None if args.json else RunProgress()
@@ -88,7 +107,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if progress:
             progress.stop()
     if not args.json:
-        print("  ".join(f"{k}={v}" for k, v in doc.items()))
+        print(_counts_line(doc))
     return EXIT_OK if doc["failed"] == 0 else EXIT_FAILED
 
 
@@ -150,16 +169,26 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_work(args: argparse.Namespace) -> int:
     settings = WorkerSettings(
-        time_limit=args.time_limit, lock_timeout=args.lock_timeout, max_attempts=args.max_attempts, safety_margin=args.safety_margin
+        time_limit=args.time_limit,
+        lease=args.lease,
+        foreign_lock_timeout=args.foreign_lock_timeout,
+        max_attempts=args.max_attempts,
+        safety_margin=args.safety_margin,
     )
-    processor = load_processor(args.processor)
     if (args.worker_index is None) != (args.workers is None):
         raise BadInput("--worker-index and --workers go together")
     if args.workers is not None and not 0 <= args.worker_index < args.workers:
         raise BadInput(f"--worker-index must be in [0, {args.workers}), got {args.worker_index}")
     position = None if args.workers is None else args.worker_index / args.workers
     backend = _backend(args.workspace)
-    report = Worker(backend, processor, settings, worker_id=args.worker_id, position=position).run()
+    worker_id = args.worker_id or f"w-{uuid.uuid4().hex[:8]}"
+    host = ProcessorHost(args.processor, backend.uri)
+    with GracefulStop() as stop:
+        try:
+            worker = Worker(backend, None, settings, runner=HostRunner(host, stop=stop), worker_id=worker_id, position=position, stop=stop)
+            report = worker.run()
+        finally:
+            host.close()
     doc = _with_requests(backend, report.to_dict())
     _emit(
         args,
@@ -167,14 +196,30 @@ def cmd_work(args: argparse.Namespace) -> int:
         lambda d: f"{d['worker_id']}: processed {d['processed']}, failed {d['failed']}, conflicts {d['conflicts']}, "
         f"reclaimed {d['reclaimed']}; stopped: {d['stopped_reason']}",
     )
+    if stop.requested:
+        print(f"s3wq: stopped by {signal.Signals(stop.signum).name}; the group in hand was handed back", file=sys.stderr)
+        return stop.exit_code
     return EXIT_OK
 
 
 def cmd_requeue_failed(args: argparse.Namespace) -> int:
     for hash_ in args.hash or []:
         layout.check_hash(hash_)
-    requeued = requeue_failed(_backend(args.workspace), hashes=args.hash)
-    _emit(args, {"requeued": requeued}, lambda d: f"requeued {len(d['requeued'])} failed groups")
+    result = requeue_failed(_backend(args.workspace), hashes=args.hash)
+
+    def human(d: dict) -> str:
+        line = f"requeued {len(d['requeued'])} failed groups"
+        if d["skipped_live"]:
+            line += f"; {len(d['skipped_live'])} held by a live worker were left alone (run again once it is done)"
+        return line
+
+    _emit(args, asdict(result), human)
+    return EXIT_OK
+
+
+def cmd_release_locks(args: argparse.Namespace) -> int:
+    released = release_locks(_backend(args.workspace), args.worker_id)
+    _emit(args, {"released": released}, lambda d: f"released {len(d['released'])} locks held by {args.worker_id}")
     return EXIT_OK
 
 
@@ -299,7 +344,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_TIME_LIMIT_SECONDS,
         help=f"seconds this worker may run (default {DEFAULT_TIME_LIMIT_SECONDS:.0f}, the Lambda maximum)",
     )
-    p.add_argument("--lock-timeout", type=_positive_float, help="seconds after which a lock is stale (default: the time limit)")
+    p.add_argument(
+        "--lease",
+        "--lock-timeout",
+        dest="lease",
+        type=_positive_float,
+        metavar="SECONDS",
+        help=f"how long this worker's lock stays valid without renewal; longer runs renew it every third of it "
+        f"(default: the time limit, up to {DEFAULT_LEASE_SECONDS:.0f})",
+    )
+    p.add_argument(
+        "--foreign-lock-timeout",
+        type=_positive_float,
+        default=FOREIGN_LOCK_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help=f"how long a lock s3wq cannot read (olmocr's) is honoured (default {FOREIGN_LOCK_TIMEOUT_SECONDS:.0f}, olmocr's own)",
+    )
     p.add_argument("--max-attempts", type=_positive_int, default=DEFAULT_MAX_ATTEMPTS, help=f"attempts before a group fails (default {DEFAULT_MAX_ATTEMPTS})")
     p.add_argument("--safety-margin", type=float, help="seconds kept free before the deadline (default: 5%% of the limit, 0.2-10 s)")
     p.add_argument(
@@ -313,6 +373,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("--hash", action="append", help="requeue only this group (repeatable)")
     p.set_defaults(func=cmd_requeue_failed)
+
+    p = add(
+        "release-locks",
+        "Hand back the groups a dead worker holds, so others take them now instead of when its leases end. "
+        "Only for a worker known to be dead: a live one keeps running until its next renewal.",
+        "s3wq release-locks s3://my-bucket/run1 --worker-id gpu-box-3",
+    )
+    p.add_argument("workspace", help=WORKSPACE_HELP)
+    p.add_argument("--worker-id", required=True, help="the dead worker's id, as `s3wq inspect` shows it")
+    p.set_defaults(func=cmd_release_locks)
 
     local = sub.add_parser(
         "local",

@@ -7,9 +7,20 @@ from dataclasses import dataclass
 
 from .errors import BadWorkspace, ConfigError
 
-# The Lambda maximum; the CDK stack derives both the worker function's timeout
-# and its lock timeout from one value, and so does the CLI.
+# The Lambda maximum. The CDK stack gives the worker function this timeout
+# and the same value as its lease, so a Lambda worker never renews its lease.
 DEFAULT_TIME_LIMIT_SECONDS = 900.0
+# A command-line worker's lease, when its time limit is longer: a worker
+# that dies holds its group this long at most, and a run that lasts longer
+# renews the lease every third of it.
+DEFAULT_LEASE_SECONDS = 300.0
+MIN_LEASE_SECONDS = 1.0
+# The bucket's lifecycle rule expires locks a day after their last write; a
+# lease must end well before that, and renewals make longer ones unneeded.
+MAX_LEASE_SECONDS = 12 * 3600.0
+# olmocr holds its (empty, unparseable) locks for 1,800 s, its
+# worker_lock_timeout_secs default; s3wq honours a lock it cannot parse as long.
+FOREIGN_LOCK_TIMEOUT_SECONDS = 1800.0
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_GROUP_SIZE = 10
 DEFAULT_PROCESSOR = "noop"
@@ -20,33 +31,35 @@ def default_safety_margin(time_limit: float) -> float:
     return min(10.0, max(0.2, 0.05 * time_limit))
 
 
+def _finite_positive(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ConfigError(f"{name} must be a positive number of seconds, got {value}")
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     time_limit: float = DEFAULT_TIME_LIMIT_SECONDS
-    # None means "equal to the time limit": a lock then goes stale only when
-    # its holder's invocation has certainly ended.
-    lock_timeout: float | None = None
+    # None: the time limit, up to DEFAULT_LEASE_SECONDS.
+    lease: float | None = None
+    foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     safety_margin: float | None = None
 
     def __post_init__(self) -> None:
-        if not self.time_limit > 0:
-            raise ConfigError(f"time limit must be positive, got {self.time_limit}")
-        if self.lock_timeout is not None and not self.lock_timeout > 0:
-            raise ConfigError(f"lock timeout must be positive, got {self.lock_timeout}")
-        if self.lock_timeout is not None and self.lock_timeout < self.time_limit:
-            raise ConfigError(
-                f"lock timeout ({self.lock_timeout}s) is shorter than the time limit ({self.time_limit}s): "
-                "a live worker's lock could be taken over"
-            )
+        _finite_positive("time limit", self.time_limit)
+        _finite_positive("foreign lock timeout", self.foreign_lock_timeout)
+        if self.lease is not None:
+            _finite_positive("lease", self.lease)
+            if not MIN_LEASE_SECONDS <= self.lease <= MAX_LEASE_SECONDS:
+                raise ConfigError(f"lease must be from {MIN_LEASE_SECONDS:.0f} to {MAX_LEASE_SECONDS:.0f} s, got {self.lease:g}")
         if self.max_attempts < 1:
             raise ConfigError(f"max attempts must be at least 1, got {self.max_attempts}")
-        if self.safety_margin is not None and self.safety_margin < 0:
-            raise ConfigError(f"safety margin must not be negative, got {self.safety_margin}")
+        if self.safety_margin is not None and not (math.isfinite(self.safety_margin) and 0 <= self.safety_margin < self.time_limit):
+            raise ConfigError(f"safety margin must be at least 0 and less than the time limit ({self.time_limit:g} s), got {self.safety_margin}")
 
     @property
-    def effective_lock_timeout(self) -> float:
-        return self.time_limit if self.lock_timeout is None else self.lock_timeout
+    def effective_lease(self) -> float:
+        return max(MIN_LEASE_SECONDS, min(self.time_limit, DEFAULT_LEASE_SECONDS)) if self.lease is None else self.lease
 
     @property
     def effective_safety_margin(self) -> float:
@@ -55,7 +68,8 @@ class WorkerSettings:
 
 # Environment variables of the Lambda functions; the CDK stack sets them by these names.
 ENV_WORKSPACE = "S3WQ_WORKSPACE"
-ENV_LOCK_TIMEOUT = "S3WQ_LOCK_TIMEOUT_SECONDS"
+ENV_LEASE = "S3WQ_LEASE_SECONDS"
+ENV_FOREIGN_LOCK_TIMEOUT = "S3WQ_FOREIGN_LOCK_TIMEOUT_SECONDS"
 ENV_MAX_ATTEMPTS = "S3WQ_MAX_ATTEMPTS"
 ENV_GROUP_SIZE = "S3WQ_GROUP_SIZE"
 ENV_PROCESSOR = "S3WQ_PROCESSOR"
@@ -86,7 +100,8 @@ class LambdaConfig:
     """Everything the handlers read from their environment, parsed once at cold start."""
 
     workspace: str
-    lock_timeout: float = DEFAULT_TIME_LIMIT_SECONDS
+    lease: float = DEFAULT_TIME_LIMIT_SECONDS
+    foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     group_size: int = DEFAULT_GROUP_SIZE
     processor: str = LAMBDA_DEFAULT_PROCESSOR
@@ -116,7 +131,8 @@ class LambdaConfig:
             raise ConfigError(f"{ENV_STATE_MACHINE_ARN} is not a state machine ARN: {arn!r}")
         return cls(
             workspace=workspace,
-            lock_timeout=_number(environ, ENV_LOCK_TIMEOUT, DEFAULT_TIME_LIMIT_SECONDS, float, 1),
+            lease=_number(environ, ENV_LEASE, DEFAULT_TIME_LIMIT_SECONDS, float, MIN_LEASE_SECONDS),
+            foreign_lock_timeout=_number(environ, ENV_FOREIGN_LOCK_TIMEOUT, FOREIGN_LOCK_TIMEOUT_SECONDS, float, MIN_LEASE_SECONDS),
             max_attempts=int(_number(environ, ENV_MAX_ATTEMPTS, DEFAULT_MAX_ATTEMPTS, int, 1)),
             group_size=int(_number(environ, ENV_GROUP_SIZE, DEFAULT_GROUP_SIZE, int, 1)),
             processor=environ.get(ENV_PROCESSOR) or LAMBDA_DEFAULT_PROCESSOR,

@@ -67,6 +67,10 @@ class IndexContention(S3wqError):
     """The index catalog kept changing under a populate; it gave up without writing."""
 
 
+class LeaseLost(S3wqError):
+    """The worker no longer certainly holds the group's lock; a processor must not act for it."""
+
+
 class StorageError(S3wqError):
     """The store failed for a reason other than a precondition (network, 5xx, access denied)."""
 
@@ -85,3 +89,7 @@ class ObjectExists(ConditionFailed):
 
 class ObjectChanged(ConditionFailed):
     """A conditional replace/delete found a different ETag than expected (412/409 on If-Match)."""
+
+
+class WriteConflict(ObjectExists, ObjectChanged):
+    """Another conditional write to the key was in flight (S3's 409): possibly our own earlier try, not yet applied."""

@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from .backends import Backend, S3Backend, parse_s3_uri
 from .errors import BadInput, StorageError
 from .progress import RunProgress
-from .queue import queue_status
+from .status import queue_status
 
 DEFAULT_STACK_NAME = "S3wq"
 # Counting a big workspace lists every flag: poll gently by default.

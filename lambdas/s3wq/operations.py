@@ -1,14 +1,26 @@
-"""What an operator asks of a workspace: which groups failed and why, and everything about one group."""
+"""What an operator asks of a workspace, and the repairs an operator makes.
+
+Reading: which groups failed and why, everything about one group.
+Repairs: put failed groups back (``requeue_failed``), hand back the locks of
+a worker known to be dead (``release_locks``). Each repair is a conditional
+write on the ETag just read, so it never overwrites a change it did not see.
+"""
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass, field
 
 from . import layout
 from .backends import Backend
-from .errors import BadInput, ObjectNotFound
+from .bodies import HELD, OPERATOR, RELEASED, REQUEUED, LockBody, load_object, now_iso
+from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
+from .errors import BadInput, ObjectChanged, ObjectNotFound
 from .index import WorkIndex
-from .queue import LockBody
+from .status import LockState, listed_hashes, read_lock, read_locks
+
+# Conditional writes that lose to a concurrent change are retried after a
+# fresh read; a lock that keeps changing is being worked on: leave it.
+_REPAIR_ROUNDS = 5
 
 
 def _json_or_none(backend: Backend, key: str) -> dict | None:
@@ -16,15 +28,14 @@ def _json_or_none(backend: Backend, key: str) -> dict | None:
         body = backend.read(key).body
     except ObjectNotFound:
         return None
-    try:
-        doc = json.loads(body) if body else {}
-    except ValueError:
+    doc = load_object(body)
+    if doc is None and body.strip():
         return {"unparsable": body[:200].decode("utf-8", errors="replace")}
-    return doc if isinstance(doc, dict) else {"value": doc}
+    return doc if doc is not None else {}
 
 
 def list_failures(backend: Backend) -> list[dict]:
-    """Every failed group: hash, paths, attempts, last error, when, by whom."""
+    """Every failed group: hash, paths, attempts, kind (error, timeout, lost), last error, when, by whom."""
     failures = []
     for key in backend.list_keys(layout.FAILED_PREFIX):
         hash_ = layout.hash_from_key(key, layout.FAILED_PREFIX, layout.FAILED_SUFFIX)
@@ -36,6 +47,7 @@ def list_failures(backend: Backend) -> list[dict]:
                 "hash": hash_,
                 "paths": doc.get("paths", []),
                 "attempts": doc.get("attempts"),
+                "kind": doc.get("kind", "error"),
                 "error": doc.get("error"),
                 "failed_at": doc.get("failed_at"),
                 "worker_id": doc.get("worker_id"),
@@ -44,23 +56,35 @@ def list_failures(backend: Backend) -> list[dict]:
     return failures
 
 
+def _lock_view(lock: LockState) -> dict:
+    view: dict = {"age_seconds": round(lock.age_seconds, 1), "etag": lock.etag, "lease_seconds": lock.lease_seconds}
+    if lock.live:
+        view["stale_in_seconds"] = round(lock.stale_in, 1)
+    body = lock.body
+    if body is None:
+        view["body"] = "unparsable (an olmocr lock is empty): honoured as a foreign lock"
+        return view
+    view.update(
+        state=body.state,
+        owner=body.owner,
+        worker_id=body.worker_id,
+        attempt=body.attempt,
+        claimed_at=body.claimed_at,
+        outcome=body.outcome,
+        counted=body.counted if body.state != HELD else None,
+        needs_seconds=body.needs_seconds,
+        error=body.error,
+    )
+    return {k: v for k, v in view.items() if v is not None}
+
+
 def inspect_group(backend: Backend, hash_: str) -> dict:
-    """A group's paths, lock (owner, attempt, age), done and failed state, and result object."""
+    """A group's paths, lock (holder, attempt, lease, when it goes stale), done and failed state, and result object."""
     layout.check_hash(hash_)
     group = next((g for g in WorkIndex(backend).iter_groups() if g.hash == hash_), None)
     if group is None:
         raise BadInput(f"no group {hash_} in the index of {backend.uri}")
-    lock = None
-    try:
-        stored = backend.read(layout.lock_key(hash_))
-        body = LockBody.decode(stored.body)
-        lock = {"age_seconds": round(stored.age_seconds, 1), "etag": stored.etag}
-        if body is None:
-            lock["body"] = "unparsable (an olmocr lock is empty): held until stale"
-        else:
-            lock.update(owner=body.owner, worker_id=body.worker_id, attempt=body.attempt, claimed_at=body.claimed_at, released=body.released, failed=body.failed, error=body.error)
-    except ObjectNotFound:
-        pass
+    lock = read_lock(backend, hash_)
     done = _json_or_none(backend, layout.done_key(hash_))
     failed = _json_or_none(backend, layout.failed_key(hash_))
     result_key = layout.result_key(hash_)
@@ -68,5 +92,126 @@ def inspect_group(backend: Backend, hash_: str) -> dict:
     if backend.exists(result_key):
         stored = backend.read(result_key)
         result = {"uri": f"{backend.uri.rstrip('/')}/{result_key}", "bytes": len(stored.body), "records": stored.body.count(b"\n")}
-    state = "done" if done is not None else "failed" if failed is not None else "locked" if lock and not lock.get("released") else "pending"
-    return {"hash": hash_, "state": state, "paths": list(group.paths), "lock": lock, "done": done, "failed": failed, "result": result}
+    if done is not None:
+        state = "done"
+    elif failed is not None or (lock is not None and lock.failed):
+        state = "failed"
+    elif lock is not None and lock.live:
+        state = "locked"
+    else:
+        state = "pending"
+    return {
+        "hash": hash_,
+        "state": state,
+        "paths": list(group.paths),
+        "lock": None if lock is None else _lock_view(lock),
+        "done": done,
+        "failed": failed,
+        "result": result,
+    }
+
+
+@dataclass
+class RequeueResult:
+    requeued: list[str] = field(default_factory=list)
+    # Held by a live worker: it is being worked on, so it is not failed any
+    # more, or its failure is being recorded right now. Run again later.
+    skipped_live: list[str] = field(default_factory=list)
+
+
+def failed_groups(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS) -> set[str]:
+    """Groups with a failed flag, or with a lock marked failed (a flag deleted by hand), and no done flag."""
+    done = listed_hashes(backend, layout.DONE_PREFIX, layout.DONE_SUFFIX)
+    flagged = listed_hashes(backend, layout.FAILED_PREFIX, layout.FAILED_SUFFIX) - done
+    unflagged = sorted(listed_hashes(backend, layout.LOCKS_PREFIX, layout.LOCK_SUFFIX) - done - flagged)
+    locks = read_locks(backend, unflagged, foreign_lock_timeout=foreign_lock_timeout)
+    return flagged | {h for h, lock in locks.items() if lock.failed}
+
+
+def requeue_failed(backend: Backend, hashes: list[str] | None = None) -> RequeueResult:
+    """Put failed groups back, to be claimed again from attempt 1.
+
+    With ``hashes``, every one must name a failed group, checked before
+    anything changes. For each group: if a live worker holds its lock, it is
+    left alone (reported as skipped). Otherwise the failed flag is deleted
+    first, on the ETag just read, and then the lock is rewritten as released
+    at attempt 1, on its ETag: a requeue that stops in between leaves a lock
+    still marked failed, which ``status`` counts as failed and a second
+    requeue finds. Nothing a worker wrote after our reads is overwritten.
+    """
+    failed = failed_groups(backend)
+    if hashes is not None:
+        missing = [layout.check_hash(h) for h in hashes if h not in failed]
+        if missing:
+            raise BadInput(f"not a failed group: {missing[0]}")
+        failed = set(hashes)
+    result = RequeueResult()
+    for hash_ in sorted(failed):
+        if _requeue_one(backend, hash_):
+            result.requeued.append(hash_)
+        else:
+            result.skipped_live.append(hash_)
+    return result
+
+
+def _requeue_one(backend: Backend, hash_: str) -> bool:
+    key = layout.lock_key(hash_)
+    for _ in range(_REPAIR_ROUNDS):
+        lock = read_lock(backend, hash_)
+        if lock is not None and lock.live:
+            return False
+        try:
+            flag = backend.read(layout.failed_key(hash_))
+            backend.delete(layout.failed_key(hash_), flag.etag)
+        except ObjectNotFound:
+            pass
+        except ObjectChanged:
+            continue
+        if lock is None:
+            return True
+        previous = lock.body
+        body = LockBody(
+            owner=f"requeue:{now_iso()}",
+            worker_id="requeue-failed",
+            attempt=1,
+            lease_seconds=previous.lease_seconds if previous else FOREIGN_LOCK_TIMEOUT_SECONDS,
+            state=RELEASED,
+            outcome=REQUEUED,
+            counted=False,
+            error=None if previous is None else previous.error,
+        )
+        try:
+            backend.replace(key, body.encode(), lock.etag)
+            return True
+        except ObjectNotFound:
+            return True
+        except ObjectChanged:
+            continue
+    return False
+
+
+def release_locks(backend: Backend, worker_id: str) -> list[str]:
+    """Hand back every group whose lock is held by ``worker_id``; return their hashes.
+
+    For a worker known to be dead (a machine that crashed): its groups become
+    claimable at once instead of when its leases run out. Against a worker
+    that is in fact alive this is unsafe -- it keeps running until it next
+    renews its lease and finds the lock changed, or until its run ends -- so
+    the command refuses nothing but says so.
+    """
+    if not worker_id:
+        raise BadInput("a worker id is required")
+    hashes = sorted(listed_hashes(backend, layout.LOCKS_PREFIX, layout.LOCK_SUFFIX))
+    released = []
+    for hash_, lock in read_locks(backend, hashes).items():
+        body = lock.body
+        if body is None or body.state != HELD or body.worker_id != worker_id:
+            continue
+        handed_back = body.rewritten(state=RELEASED, outcome=OPERATOR, counted=False, error=f"released by an operator at {now_iso()}")
+        try:
+            backend.replace(layout.lock_key(hash_), handed_back.encode(), lock.etag)
+        except (ObjectChanged, ObjectNotFound):
+            continue  # changed since we read it: its holder is alive, or it was finished
+        released.append(hash_)
+    return released
+

@@ -23,24 +23,42 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from . import layout
 from .backends import Backend, S3Backend, make_s3_client, parse_s3_uri
-from .errors import BadSource, InputNotFound, ProcessorNotFound, StorageError
+from .errors import BadSource, InputNotFound, LeaseLost, ProcessorNotFound, StorageError
 from .index import Group
 
 Processor = Callable[[Group, "ProcessorContext"], Any]
 _MISSING_INPUT_CODES = {"NoSuchKey", "404", "NoSuchBucket", "AccessDenied", "403"}
 
 
+def _always_held() -> bool:
+    return True
+
+
 @dataclass
 class ProcessorContext:
+    """What a processor knows of its run.
+
+    ``owner`` (unique to this claim) and ``attempt`` are what a processor
+    passes along to fence its own side effects; ``claim_is_held()`` is True
+    while the worker certainly still holds the group's lock. The worker stops
+    a processor before its lease can end, but a store a processor writes to
+    itself can refuse a write that carries an out-of-date owner.
+    """
+
     worker_id: str
     attempt: int
     deadline: float  # epoch seconds
     group: Group
     backend: Backend
+    owner: str = ""
+    _held: Callable[[], bool] = field(default=_always_held, repr=False)
     _s3: Any = field(default=None, repr=False)
 
     def remaining_seconds(self) -> float:
         return max(0.0, self.deadline - time.time())
+
+    def claim_is_held(self) -> bool:
+        return self._held()
 
     def _s3_client(self) -> Any:
         if self._s3 is None:
@@ -71,8 +89,13 @@ class ProcessorContext:
         return layout.result_key(self.group.hash)
 
     def write_result(self, records: Iterable[dict]) -> str:
-        """Write the group's result as JSON Lines to ``results/output_<hash>.jsonl``; return its URI."""
+        """Write the group's result as JSON Lines to ``results/output_<hash>.jsonl``; return its URI.
+
+        Raises LeaseLost, writing nothing, once the claim is no longer certainly held.
+        """
         body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+        if not self.claim_is_held():
+            raise LeaseLost(f"the claim on group {self.group.hash} is no longer held; result not written")
         self.backend.write(self.result_key, body)
         return f"{self.backend.uri.rstrip('/')}/{self.result_key}"
 

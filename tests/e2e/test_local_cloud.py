@@ -16,7 +16,7 @@ import pytest
 from s3wq import WorkIndex, layout
 from s3wq.backends import S3Backend
 from s3wq.localcloud.cloud import LocalCloud
-from s3wq.queue import queue_status
+from s3wq.status import queue_status
 from s3wq.samples import make_pdf, sample_text
 
 HELPERS = str(Path(__file__).resolve().parents[1] / "helpers")
@@ -71,7 +71,7 @@ def test_forty_groups_eight_workers_through_the_synthesized_state_machine(tmp_pa
         output = json.loads(execution["output"])
         assert (output["groups"], output["done"], output["failed"], output["remaining"]) == (40, 40, 0, 0)
         backend = workspace_backend(s3, stack)
-        assert queue_status(backend) == {"groups": 40, "paths": 40, "done": 40, "failed": 0, "locked": 0, "pending": 0, "remaining": 0}
+        assert queue_status(backend) == {"groups": 40, "paths": 40, "done": 40, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": 40, "wait_seconds": 0}
         groups = {g.hash: g for g in WorkIndex(backend).iter_groups()}
         results = list(backend.list_keys(layout.RESULTS_PREFIX))
         assert results == sorted(layout.result_key(h) for h in groups)
@@ -85,9 +85,9 @@ def test_forty_groups_eight_workers_through_the_synthesized_state_machine(tmp_pa
         assert worker_log.count("--- invocation ") == 8
 
 
-def test_a_worker_killed_at_its_timeout_loses_nothing(tmp_path):
+def test_a_group_that_outlasts_its_invocation_is_stopped_handed_back_and_finished_in_a_later_round(tmp_path):
     with LocalCloud(log_dir=tmp_path / "cloud", extra_pythonpath=(HELPERS,)) as cloud:
-        # The worker's timeout, and so its lock timeout, from CDK context.
+        # The worker's timeout, and so its lease, from CDK context.
         stack = cloud.deploy({"defaultWorkers": 2, "groupSize": 1, "workerTimeoutSeconds": 10, "processor": "slow_first_attempt:process"})
         s3, sfn = cloud.client("s3"), cloud.client("stepfunctions")
         for number in range(6):
@@ -102,11 +102,14 @@ def test_a_worker_killed_at_its_timeout_loses_nothing(tmp_path):
         assert (output["done"], output["failed"], output["remaining"]) == (6, 0, 0)
         assert output["rounds"] >= 2  # a later round of the drain loop picked the group up
         worker_log = next((cloud.log_dir / "lambda").glob("*Worker*.log")).read_text()
-        assert "Task timed out after 10.00 seconds" in worker_log
+        # The worker stopped the processor before the invocation's deadline and
+        # handed the group back: no invocation was killed, no lock left to go stale.
+        assert "Task timed out" not in worker_log
+        reports = [json.loads(line) for line in worker_log.splitlines() if '"message":"worker stopped"' in line]
+        assert sum(r["timed_out"] for r in reports) == 1 and sum(r["processed"] for r in reports) == 6
         backend = workspace_backend(s3, stack)
         slow_hash = layout.group_hash([f"s3://{stack.bucket}/inputs/slow-0.txt"])
         done = json.loads(backend.read(layout.done_key(slow_hash)).body)
-        assert done["attempt"] == 2  # the killed attempt counted; the reclaimed one finished
         [record] = [json.loads(line) for line in backend.read(layout.result_key(slow_hash)).body.decode().splitlines()]
-        assert record == {"source": f"s3://{stack.bucket}/inputs/slow-0.txt", "attempt": 2, "text": "input 0"}
+        assert record == {"source": f"s3://{stack.bucket}/inputs/slow-0.txt", "attempt": done["attempt"], "text": "input 0"}
         assert list(backend.list_keys(layout.LOCKS_PREFIX)) == []

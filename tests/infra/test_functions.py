@@ -29,12 +29,12 @@ def test_architecture_from_context(synth, kind):
 
 
 @pytest.mark.parametrize("overrides, seconds", [({}, 900), (TUNED, 300)], ids=["default", "workerTimeoutSeconds=300"])
-def test_worker_timeout_is_its_lock_timeout(synth, overrides, seconds):
-    """One source for both: a lock goes stale only once its holder's invocation has certainly ended."""
+def test_worker_timeout_is_its_lease(synth, overrides, seconds):
+    """One source for both: the lease covers the invocation (no renewals), and a lock goes stale only once it has certainly ended."""
     stack = synth(overrides)
     _, worker = stack.function("worker")
     assert worker["Properties"]["Timeout"] == seconds
-    assert stack.environment("worker")[config.ENV_LOCK_TIMEOUT] == str(seconds)
+    assert stack.environment("worker")[config.ENV_LEASE] == str(seconds)
 
 
 @pytest.mark.parametrize(

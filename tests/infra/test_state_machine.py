@@ -125,15 +125,34 @@ def test_rounds_are_counted_and_capped_at_max_rounds(synth, overrides):
 
 
 @DEFAULT_AND_TUNED
-def test_waiting_for_stale_locks_outlasts_the_lock_timeout(synth, overrides):
+def test_a_round_without_progress_waits_as_long_as_the_status_says_live_locks_last(synth, overrides):
     stack = synth(overrides)
     graph = graph_of(stack)
     run_workers = the_distributed_map(graph)
-    lock_timeout = int(stack.environment("worker")[config.ENV_LOCK_TIMEOUT])
     waits = [name for name in graph.of_type("Wait") if graph.reaches(run_workers, name) and graph.reaches(name, run_workers)]
     assert waits, "no round waits for the locks of dead workers to go stale"
     for name in waits:
-        assert graph.states[name]["Seconds"] > lock_timeout, name
+        # The status function's reading of the live locks' leases, not a constant.
+        assert graph.states[name].get("SecondsPath") == "$.status.wait_seconds", graph.states[name]
+
+
+def test_progress_is_judged_by_groups_finished_not_groups_remaining(stack):
+    graph = graph_of(stack)
+    run_workers = the_distributed_map(graph)
+    progress = [
+        rule
+        for name in loop_choices(graph, run_workers)
+        for rule in graph.states[name]["Choices"]
+        if rule.get("Variable") == "$.status.finished" and rule.get("NumericGreaterThanPath") == "$.lastFinished"
+    ]
+    assert len(progress) == 1, "expected one rule comparing groups finished with the last round's"
+    assert graph.reaches(progress[0]["Next"], run_workers)
+    # A populate mid-round raises "remaining"; no rule may read a stall from it.
+    for name in graph.of_type("Choice"):
+        for rule in graph.states[name]["Choices"]:
+            assert "lastRemaining" not in str(rule), (name, rule)
+    [next_round] = [n for n in graph.of_type("Pass") if "lastFinished.$" in graph.states[n].get("Parameters", {})]
+    assert graph.states[next_round]["Parameters"]["lastFinished.$"] == "$.status.finished"
 
 
 @DEFAULT_AND_TUNED

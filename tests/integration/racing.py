@@ -20,7 +20,7 @@ import s3wq
 from s3wq.backends import make_s3_client
 from s3wq.errors import ConditionFailed, ObjectNotFound
 from s3wq.index import WorkIndex
-from s3wq.queue import ClaimProtocol
+from s3wq.claims import ClaimProtocol
 
 WON = "won"
 # Long enough for eight cold processes on two busy cores; a racer that dies
@@ -83,7 +83,7 @@ def delete(backend: Any, key: str, etag: str) -> str:
 
 
 def claim(backend: Any, hash_: str, worker_id: str, lock_timeout: float) -> Any:
-    return ClaimProtocol(backend, worker_id=worker_id, lock_timeout=lock_timeout).claim(hash_)
+    return ClaimProtocol(backend, worker_id=worker_id, lease_seconds=lock_timeout).claim(hash_)
 
 
 def populate(backend: Any, paths: list[str], group_size: int) -> Any:

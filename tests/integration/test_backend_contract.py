@@ -16,7 +16,8 @@ import pytest
 
 from s3wq import layout
 from s3wq.errors import ObjectChanged, ObjectExists, ObjectNotFound
-from s3wq.queue import Claim, ClaimProtocol, Held, LockBody
+from s3wq.bodies import LockBody
+from s3wq.claims import Claim, ClaimProtocol, Held
 
 from . import racing
 
@@ -304,7 +305,7 @@ def wait_until_stale(backend, key: str, lock_timeout: float, deadline_seconds: f
 def test_racing_takeovers_of_a_stale_lock_have_exactly_one_winner(racers, workspace, backend):
     lock_timeout = 1.0
     hash_ = layout.group_hash([f"s3://inputs/{uuid.uuid4().hex}.pdf"])
-    original = ClaimProtocol(backend, worker_id="parent", lock_timeout=lock_timeout).claim(hash_)
+    original = ClaimProtocol(backend, worker_id="parent", lease_seconds=lock_timeout).claim(hash_)
     assert isinstance(original, Claim) and original.attempt == 1
     wait_until_stale(backend, layout.lock_key(hash_), lock_timeout)
 
@@ -321,14 +322,14 @@ def test_racing_takeovers_of_a_stale_lock_have_exactly_one_winner(racers, worksp
     assert lock is not None
     assert (lock.worker_id, lock.owner, lock.attempt) == (f"r{winner_index}", winner.owner, 2)
     assert stored.etag == winner.etag
-    assert json.loads(stored.body)["released"] is False
+    assert json.loads(stored.body)["state"] == "held"
 
 
 def test_racing_takeovers_of_a_released_lock_have_exactly_one_winner(racers, workspace, backend):
     hash_ = layout.group_hash([f"s3://inputs/{uuid.uuid4().hex}.pdf"])
-    protocol = ClaimProtocol(backend, worker_id="parent", lock_timeout=600)
+    protocol = ClaimProtocol(backend, worker_id="parent", lease_seconds=600)
     original = protocol.claim(hash_)
-    assert protocol.release_for_retry(original, "RuntimeError: first attempt failed")
+    assert protocol.hand_back(original, "error", counted=True, error="RuntimeError: first attempt failed")
 
     outcomes = racers.race(racing.claim, workspace, [(hash_, f"r{i}", 600) for i in range(racers.size)])
 
@@ -337,4 +338,4 @@ def test_racing_takeovers_of_a_released_lock_have_exactly_one_winner(racers, wor
     winner_index, winner = claims[0]
     assert (winner.reclaimed, winner.attempt) == (False, 2)  # a hand-back is not a stale takeover, but it used an attempt
     lock = LockBody.decode(backend.read(layout.lock_key(hash_)).body)
-    assert (lock.worker_id, lock.owner, lock.attempt, lock.released) == (f"r{winner_index}", winner.owner, 2, False)
+    assert (lock.worker_id, lock.owner, lock.attempt, lock.state) == (f"r{winner_index}", winner.owner, 2, "held")

@@ -14,13 +14,13 @@ import boto3
 import pytest
 
 from handlers import populate, status, worker
-from handlers.runtime import runtime
+from handlers.runtime import reset_runtime
 from helpers.lambda_context import LambdaContext
 from s3wq import layout
 from s3wq.config import (
     ENV_AUTO_START,
     ENV_GROUP_SIZE,
-    ENV_LOCK_TIMEOUT,
+    ENV_LEASE,
     ENV_MAX_ATTEMPTS,
     ENV_PROCESSOR,
     ENV_STATE_MACHINE_ARN,
@@ -29,7 +29,7 @@ from s3wq.config import (
 )
 from s3wq.errors import BadInput, BucketNotFound, ConfigError, S3wqError, StorageError
 from s3wq.index import WorkIndex
-from s3wq.queue import ClaimProtocol
+from s3wq.claims import ClaimProtocol
 from s3wq.samples import sample_text
 
 from .conftest import HELPERS_DIR
@@ -42,7 +42,7 @@ EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
 EVENT_BUCKET = "s3wq-test-bucket"
 MANIFEST_KEY = "ws/manifests/batch 1, scans.txt"  # what the sample event's URL-encoded key decodes to
 REPORT_KEYS = {"worker_id", "processed", "failed", "conflicts", "reclaimed", "stopped_reason"}
-ALL_ENV = [ENV_WORKSPACE, ENV_LOCK_TIMEOUT, ENV_MAX_ATTEMPTS, ENV_GROUP_SIZE, ENV_PROCESSOR, ENV_STATE_MACHINE_ARN, ENV_AUTO_START, ENV_WORKERS]
+ALL_ENV = [ENV_WORKSPACE, ENV_LEASE, ENV_MAX_ATTEMPTS, ENV_GROUP_SIZE, ENV_PROCESSOR, ENV_STATE_MACHINE_ARN, ENV_AUTO_START, ENV_WORKERS]
 
 
 def load_event(name: str, bucket: str) -> dict:
@@ -67,11 +67,11 @@ def lambda_env(monkeypatch, s3_server, bucket, helper_env):
     def configure(**variables: str) -> None:
         for name, value in {ENV_WORKSPACE: f"s3://{bucket}/ws", **variables}.items():
             monkeypatch.setenv(name, str(value))
-        runtime.cache_clear()
+        reset_runtime()
 
     configure()
     yield configure
-    runtime.cache_clear()
+    reset_runtime()
 
 
 @pytest.fixture
@@ -328,7 +328,7 @@ def test_a_processor_that_raises_fails_its_group_and_the_invocation_still_return
 
 def test_a_worker_never_claims_a_group_it_cannot_finish_before_the_deadline(lambda_env, s3_client, bucket, s3_backend, record_dir):
     budget = 2.0
-    lambda_env(**{ENV_PROCESSOR: "slow_processor:process", ENV_LOCK_TIMEOUT: 30})
+    lambda_env(**{ENV_PROCESSOR: "slow_processor:process", ENV_LEASE: 30})
     WorkIndex(s3_backend).populate([f"s3://{bucket}/inputs/doc-{n}.txt" for n in range(5)], group_size=1)
 
     report = worker.handler({"worker_index": 0, "workers": 1}, LambdaContext(budget))
@@ -373,7 +373,7 @@ def test_status_counts_each_state_of_the_queue(lambda_env, bucket, s3_backend):
     paths = [f"s3://{bucket}/inputs/doc-{n:02d}.txt" for n in range(9)]
     WorkIndex(s3_backend).populate(paths, group_size=2)
     done, failed, locked, *_ = sorted(WorkIndex(s3_backend).iter_groups(), key=lambda g: g.hash)
-    protocol = ClaimProtocol(s3_backend, worker_id="w-status", lock_timeout=900)
+    protocol = ClaimProtocol(s3_backend, worker_id="w-status", lease_seconds=900)
     claim = protocol.claim(done.hash)
     protocol.mark_done(claim)
     protocol.release(claim)
@@ -382,7 +382,9 @@ def test_status_counts_each_state_of_the_queue(lambda_env, bucket, s3_backend):
 
     result = status.handler({}, LambdaContext(30))
 
-    assert result == {"groups": 5, "paths": 9, "done": 1, "failed": 1, "locked": 1, "pending": 2, "remaining": 3}
+    # The live lock's 900 s lease, in whole seconds, past S3's clock resolution.
+    assert 895 <= result.pop("wait_seconds") <= 904
+    assert result == {"groups": 5, "paths": 9, "done": 1, "failed": 1, "locked": 1, "pending": 2, "remaining": 3, "finished": 2}
 
 
 def test_status_of_an_empty_workspace_is_all_zero(lambda_env):
@@ -394,4 +396,6 @@ def test_status_of_an_empty_workspace_is_all_zero(lambda_env):
         "locked": 0,
         "pending": 0,
         "remaining": 0,
+        "finished": 0,
+        "wait_seconds": 0,
     }

@@ -18,10 +18,10 @@ import json
 import zstandard
 
 from s3wq import WorkIndex, Worker, WorkerSettings, queue_status
-from s3wq.queue import Claim, ClaimProtocol
+from s3wq.claims import Claim, ClaimProtocol
 
 # A lock is fresh for far longer than the worker may run, so it stays held.
-SETTINGS = WorkerSettings(time_limit=60, lock_timeout=600)
+SETTINGS = WorkerSettings(time_limit=60, lease=600)
 
 # Names as real archives have them: spaces, commas and quotes force CSV quoting.
 OLMOCR_GROUPS = [
@@ -91,7 +91,10 @@ def test_s3wq_drains_an_olmocr_workspace_leaving_its_done_and_locked_groups_alon
     assert (lock.body, lock.etag) == (b"", lock_etag)
     assert list(backend.list_keys("worker_locks/")) == [olmocr_lock_key(locked)]
     assert list(backend.list_keys("failed_flags/")) == []
-    assert queue_status(backend) == {
+    status = queue_status(backend)
+    # olmocr's lock is honoured for olmocr's 1,800 s: the drain loop would wait that long for it.
+    assert 1800 <= status.pop("wait_seconds") <= 1804
+    assert status == {
         "groups": len(OLMOCR_GROUPS),
         "paths": sum(len(g) for g in OLMOCR_GROUPS),
         "done": len(OLMOCR_GROUPS) - 1,
@@ -99,6 +102,7 @@ def test_s3wq_drains_an_olmocr_workspace_leaving_its_done_and_locked_groups_alon
         "locked": 1,
         "pending": 0,
         "remaining": 1,
+        "finished": len(OLMOCR_GROUPS) - 1,
     }
 
 
@@ -109,15 +113,9 @@ def test_queue_status_counts_an_untouched_olmocr_workspace(backend):
         backend.write(olmocr_done_key(hashes[i]), b"")
     backend.write(olmocr_lock_key(hashes[LOCKED_BY_OLMOCR]), b"")
 
-    assert queue_status(backend) == {
-        "groups": 8,
-        "paths": 14,
-        "done": 3,
-        "failed": 0,
-        "locked": 1,
-        "pending": 4,
-        "remaining": 5,
-    }
+    status = queue_status(backend)
+    assert 1800 <= status.pop("wait_seconds") <= 1804
+    assert status == {"groups": 8, "paths": 14, "done": 3, "failed": 0, "locked": 1, "pending": 4, "remaining": 5, "finished": 3}
 
 
 def test_s3wq_names_its_flags_and_locks_as_olmocr_does(backend):
@@ -126,7 +124,7 @@ def test_s3wq_names_its_flags_and_locks_as_olmocr_does(backend):
     expected_hashes = {olmocr_hash(g) for g in expected_groups}
     held = olmocr_hash(expected_groups[0])
     WorkIndex(backend).populate(paths, 4)
-    claim = ClaimProtocol(backend, worker_id="olmocr-stand-in", lock_timeout=600).claim(held)
+    claim = ClaimProtocol(backend, worker_id="olmocr-stand-in", lease_seconds=600).claim(held)
     assert isinstance(claim, Claim)
 
     Worker(backend, write_result, SETTINGS, worker_id="s3wq-worker").run()

@@ -24,11 +24,12 @@ from support import run_cli
 from s3wq import WorkerSettings, WorkIndex, layout
 from s3wq.backends import S3Backend
 from s3wq.index import Group
-from s3wq.queue import ClaimProtocol, LockBody
+from s3wq.bodies import LockBody
+from s3wq.claims import ClaimProtocol
 
 from .conftest import HELPERS_DIR
 
-STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "pending", "remaining"}
+STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "pending", "remaining", "finished", "wait_seconds"}
 FAILING_PROCESSOR = "operator_processors:fails_on_broken"
 BROKEN = b"BROKEN: the scanner jammed"
 MAX_ATTEMPTS = 2
@@ -89,7 +90,7 @@ def finished_run(s3_server) -> FinishedRun:
 
 def fail_group(backend, group: Group, error: str) -> None:
     """Record a group as failed the way a worker does on its last attempt."""
-    protocol = ClaimProtocol(backend, worker_id="ops-test", lock_timeout=900)
+    protocol = ClaimProtocol(backend, worker_id="ops-test", lease_seconds=900)
     claim = protocol.claim(group.hash)
     assert protocol.finalize_failed(claim, group, error)
 
@@ -163,11 +164,11 @@ def test_requeue_failed_with_a_hash_requeues_only_that_group(s3_workspace, s3_ba
     result = run_cli("requeue-failed", s3_workspace, "--hash", requeued.hash, "--json")
 
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"requeued": [requeued.hash]}
+    assert json.loads(result.stdout) == {"requeued": [requeued.hash], "skipped_live": []}
     assert list(s3_backend.list_keys(layout.FAILED_PREFIX)) == [layout.failed_key(still_failed.hash)]
-    # The requeued group's failed-marked lock is gone; the other one keeps it.
-    assert list(s3_backend.list_keys(layout.LOCKS_PREFIX)) == [layout.lock_key(still_failed.hash)]
-    assert LockBody.decode(s3_backend.read(layout.lock_key(still_failed.hash)).body).failed
+    # The requeued group's lock is handed back at attempt 1; the other one stays marked failed.
+    assert LockBody.decode(s3_backend.read(layout.lock_key(requeued.hash)).body).outcome == "requeued"
+    assert LockBody.decode(s3_backend.read(layout.lock_key(still_failed.hash)).body).state == "failed"
     status = json.loads(run_cli("status", s3_workspace, "--json").stdout)
     assert (status["failed"], status["pending"], status["done"]) == (1, 2, 0)
 
@@ -236,14 +237,15 @@ def test_inspect_a_failed_group_shows_the_failed_flag_and_the_lock_marked_failed
     assert doc["done"] is None and doc["result"] is None
     assert (doc["failed"]["attempts"], doc["failed"]["error"], doc["failed"]["worker_id"]) == (MAX_ATTEMPTS, error, "ops-worker")
     lock = doc["lock"]
-    assert (lock["failed"], lock["released"], lock["attempt"]) == (True, False, MAX_ATTEMPTS)
+    assert (lock["state"], lock["outcome"], lock["attempt"]) == ("failed", "error", MAX_ATTEMPTS)
     assert (lock["worker_id"], lock["error"]) == ("ops-worker", error)
+    assert "stale_in_seconds" not in lock  # a failed lock is never taken over
 
     assert human.returncode == 0, human.stderr
     lines = human.stdout.splitlines()
     assert lines[0] == f"group {hash_}: failed"
     [lock_line] = [line for line in lines if line.startswith("lock: ")]
-    assert "failed=True" in lock_line and f"attempt={MAX_ATTEMPTS}" in lock_line
+    assert "state=failed" in lock_line and f"attempt={MAX_ATTEMPTS}" in lock_line
     [failed_line] = [line for line in lines if line.startswith("failed: ")]
     assert f"attempts={MAX_ATTEMPTS}" in failed_line and error in failed_line
     assert "result: none" in lines
@@ -254,8 +256,7 @@ def claimed_and_pending(s3_backend) -> tuple[Group, object, Group]:
     """Two groups: one held by a live claim (taken in this process, as a worker would), one untouched."""
     WorkIndex(s3_backend).populate(["s3://in/held-1.pdf", "s3://in/held-2.pdf", "s3://in/waiting.pdf"], group_size=2)
     held, pending = sorted(WorkIndex(s3_backend).iter_groups(), key=lambda g: len(g.paths), reverse=True)
-    lock_timeout = WorkerSettings(time_limit=900).effective_lock_timeout
-    claim = ClaimProtocol(s3_backend, worker_id="live-worker", lock_timeout=lock_timeout).claim(held.hash)
+    claim = ClaimProtocol(s3_backend, worker_id="live-worker", lease_seconds=900).claim(held.hash)
     assert claim.attempt == 1
     return held, claim, pending
 
@@ -269,22 +270,24 @@ def test_inspect_a_group_locked_by_a_live_claim_shows_owner_attempt_and_age(s3_w
     assert (doc["state"], doc["paths"], doc["done"], doc["failed"], doc["result"]) == ("locked", list(held.paths), None, None, None)
     lock = doc["lock"]
     assert (lock["owner"], lock["worker_id"], lock["attempt"]) == (claim.owner, "live-worker", 1)
-    assert (lock["released"], lock["failed"]) == (False, False)
+    assert (lock["state"], lock["lease_seconds"]) == ("held", 900)
     assert lock["etag"] == claim.etag
-    assert 0 <= lock["age_seconds"] < 900  # live: younger than the lock timeout
+    assert 0 <= lock["age_seconds"] < 900  # live: younger than its lease
+    # When the store will call it stale unless its holder renews it.
+    assert 890 < lock["stale_in_seconds"] <= 900
 
     assert human.returncode == 0, human.stderr
     lines = human.stdout.splitlines()
     assert lines[0] == f"group {held.hash}: locked"
     [lock_line] = [line for line in lines if line.startswith("lock: ")]
-    assert f"owner={claim.owner}" in lock_line and "attempt=1" in lock_line
+    assert f"owner={claim.owner}" in lock_line and "attempt=1" in lock_line and "stale_in_seconds=" in lock_line
     # (Its age: see test_inspect_shows_the_age_of_a_lock_taken_a_moment_ago.)
 
 
 def test_inspect_shows_the_age_of_a_lock_taken_a_moment_ago(local_workspace, local_backend):
     WorkIndex(local_backend).populate(["s3://in/a.pdf"], group_size=1)
     [group] = WorkIndex(local_backend).iter_groups()
-    ClaimProtocol(local_backend, worker_id="live-worker", lock_timeout=900).claim(group.hash)
+    ClaimProtocol(local_backend, worker_id="live-worker", lease_seconds=900).claim(group.hash)
     # A lock stamped a little ahead of this clock (another machine's): its age is 0.0 however slow this test runs.
     ahead = time.time() + 3600
     os.utime(os.path.join(local_workspace, layout.lock_key(group.hash)), (ahead, ahead))
@@ -360,8 +363,8 @@ def test_status_watch_json_prints_a_line_per_poll_until_a_running_worker_drains_
     polls = [json.loads(line) for line in (first + rest).splitlines()]
     assert len(polls) >= 2
     assert all(set(p) == STATUS_KEYS and p["groups"] == GROUPS for p in polls)
-    assert polls[0] == {"groups": GROUPS, "paths": GROUPS, "done": 0, "failed": 0, "locked": 0, "pending": GROUPS, "remaining": GROUPS}
-    assert polls[-1] == {"groups": GROUPS, "paths": GROUPS, "done": GROUPS, "failed": 0, "locked": 0, "pending": 0, "remaining": 0}
+    assert polls[0] == {"groups": GROUPS, "paths": GROUPS, "done": 0, "failed": 0, "locked": 0, "pending": GROUPS, "remaining": GROUPS, "finished": 0, "wait_seconds": 0}
+    assert polls[-1] == {"groups": GROUPS, "paths": GROUPS, "done": GROUPS, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": GROUPS + 0, "wait_seconds": 0}
     # Only the last poll found the queue drained: the watch ended there.
     assert all(p["remaining"] > 0 for p in polls[:-1])
     assert [p["done"] for p in polls] == sorted(p["done"] for p in polls)
@@ -372,7 +375,7 @@ def test_status_watch_exits_1_when_failed_groups_remain(finished_run):
 
     assert result.returncode == 1, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
-        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0}
+        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "wait_seconds": 0}
     ]
 
 
@@ -383,7 +386,7 @@ def test_status_watch_without_a_terminal_prints_plain_lines_ending_with_the_coun
     assert ANSI_ESCAPE not in result.stdout
     lines = result.stdout.splitlines()
     assert re.fullmatch(r"\s*\d+\.\ds  done 3/5  failed 2  locked 0  pending 0  .*", lines[0]), lines
-    assert lines[-1] == counts_line({"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0})
+    assert lines[-1] == counts_line({"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "wait_seconds": 0})
 
 
 def run_in_terminal(*args: str, timeout: float = 60) -> tuple[int, str]:
@@ -421,7 +424,7 @@ def test_status_watch_in_a_terminal_draws_a_progress_bar_then_the_counts(finishe
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output)
     assert re.search(r"\b5/5\b", plain) and "failed 2" in plain, plain
     assert plain.rstrip().splitlines()[-1].strip() == counts_line(
-        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0}
+        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "wait_seconds": 0}
     )
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 
 from support import run_cli
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
 from s3wq.index import Group
-from s3wq.queue import Claim, ClaimProtocol, LockBody
+from s3wq.bodies import LockBody
+from s3wq.claims import Claim, ClaimProtocol
 
 from .workers import recorded_calls
 
@@ -47,18 +50,20 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(wo
     assert list(backend.list_keys("done_flags/")) == sorted(f"done_flags/done_{h}.flag" for h in hashes - {poison})
     # The failed group keeps its lock, marked failed, so no peer starts it over.
     assert list(backend.list_keys("worker_locks/")) == [layout.lock_key(poison)]
-    assert LockBody.decode(backend.read(layout.lock_key(poison)).body).failed
+    assert LockBody.decode(backend.read(layout.lock_key(poison)).body).state == "failed"
     assert recorded_calls(record_dir) == {**{h: 1 for h in hashes - {poison}}, poison: MAX_ATTEMPTS}
-    assert status(workspace) == {"groups": 6, "paths": 12, "done": 5, "failed": 1, "locked": 0, "pending": 0, "remaining": 0}
+    assert status(workspace) == {"groups": 6, "paths": 12, "done": 5, "failed": 1, "locked": 0, "pending": 0, "remaining": 0, "finished": 6, "wait_seconds": 0}
 
     requeued = run_cli("requeue-failed", workspace, "--json")
 
     assert requeued.returncode == 0, requeued.stderr
-    assert json.loads(requeued.stdout) == {"requeued": [poison]}
+    assert json.loads(requeued.stdout) == {"requeued": [poison], "skipped_live": []}
     assert list(backend.list_keys("failed_flags/")) == []
-    assert list(backend.list_keys("worker_locks/")) == []
+    # The lock is handed back, to be taken at once from attempt 1.
+    lock = LockBody.decode(backend.read(layout.lock_key(poison)).body)
+    assert (lock.state, lock.outcome, lock.next_attempt) == ("released", "requeued", 1)
     assert list(backend.list_keys("done_flags/")) == sorted(f"done_flags/done_{h}.flag" for h in hashes - {poison})
-    assert status(workspace) == {"groups": 6, "paths": 12, "done": 5, "failed": 0, "locked": 0, "pending": 1, "remaining": 1}
+    assert status(workspace) == {"groups": 6, "paths": 12, "done": 5, "failed": 0, "locked": 0, "pending": 1, "remaining": 1, "finished": 5, "wait_seconds": 0}
 
     # Once its input is fixed, the requeued group is worked again and completes.
     rerun = run_cli("work", workspace, "--worker-id", "w1", "--json", "--processor", "recording_processor:record")
@@ -66,7 +71,7 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(wo
     assert rerun.returncode == 0, rerun.stderr
     assert list(backend.list_keys("done_flags/")) == sorted(f"done_flags/done_{h}.flag" for h in hashes)
     assert recorded_calls(record_dir)[poison] == MAX_ATTEMPTS + 1
-    assert status(workspace) == {"groups": 6, "paths": 12, "done": 6, "failed": 0, "locked": 0, "pending": 0, "remaining": 0}
+    assert status(workspace) == {"groups": 6, "paths": 12, "done": 6, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": 6, "wait_seconds": 0}
 
 
 def test_a_worker_leaves_alone_a_group_a_peer_failed_after_it_loaded_the_index(backend):
@@ -78,11 +83,11 @@ def test_a_worker_leaves_alone_a_group_a_peer_failed_after_it_loaded_the_index(b
         # Peers use up every attempt on every other group while this worker
         # handles its first one, i.e. after this worker listed the flags.
         if not processed:
-            peer = ClaimProtocol(ctx.backend, worker_id="peer", lock_timeout=60)
+            peer = ClaimProtocol(ctx.backend, worker_id="peer", lease_seconds=60)
             for other in hashes - {group.hash}:
                 claim = peer.claim(other)
                 assert isinstance(claim, Claim)
-                failed_claim = Claim(other, claim.etag, MAX_ATTEMPTS, claim.reclaimed, claim.owner)
+                failed_claim = dataclasses.replace(claim, body=dataclasses.replace(claim.body, attempt=MAX_ATTEMPTS))
                 assert peer.finalize_failed(failed_claim, Group(other, ()), "RuntimeError: failed at a peer")
         processed.append(group.hash)
 

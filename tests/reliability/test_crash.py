@@ -15,7 +15,7 @@ import time
 from collections import defaultdict
 
 from s3wq import WorkIndex, layout
-from s3wq.queue import LockBody
+from s3wq.bodies import LockBody
 
 from .bucket_state import listed
 from .fleet import Fleet
@@ -37,7 +37,7 @@ def test_workers_killed_mid_group_lose_nothing_and_no_two_live_workers_overlap(s
     hashes = {layout.group_hash([p]) for p in paths}
     fleet = Fleet(
         s3_workspace,
-        {"time_limit": TIME_LIMIT_SECONDS, "lock_timeout": TIME_LIMIT_SECONDS, "max_attempts": MAX_ATTEMPTS},
+        {"time_limit": TIME_LIMIT_SECONDS, "lease": TIME_LIMIT_SECONDS, "max_attempts": MAX_ATTEMPTS},
         env={**child_env, SECONDS_ENV: ",".join(map(str, PROCESS_SECONDS))},
         log_dir=tmp_path / "logs",
         mark_dir=mark_dir,

@@ -31,7 +31,7 @@ from support import run_cli
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
 from s3wq.cli import main as cli_main
 from s3wq.index import encode_groups
-from s3wq.queue import ClaimProtocol
+from s3wq.claims import ClaimProtocol
 
 from .bucket_state import objects
 
@@ -51,7 +51,7 @@ def busy_workspace(s3_client, bucket, s3_backend) -> list[str]:
     """Three groups: one done, one failed (lock marked failed), one held by a live lock -- so a command that wrongly went ahead changes something."""
     WorkIndex(s3_backend).populate([f"s3://{bucket}/inputs/doc-{n}.txt" for n in range(6)], 2)
     groups = sorted(WorkIndex(s3_backend).iter_groups(), key=lambda g: g.hash)
-    protocol = ClaimProtocol(s3_backend, worker_id="busy", lock_timeout=900)
+    protocol = ClaimProtocol(s3_backend, worker_id="busy", lease_seconds=900)
     done = protocol.claim(groups[0].hash)
     protocol.mark_done(done)
     protocol.release(done)
@@ -373,7 +373,9 @@ def test_a_garbage_lock_on_s3_is_held_until_stale_by_s3s_clock_then_taken_over(s
     garbage = b"\x00\xff{not a lock body"
     etag = s3_backend.create(layout.lock_key(hash_), garbage)
     written = time.monotonic()
-    settings = WorkerSettings(time_limit=1, lock_timeout=1)
+    settings = WorkerSettings(time_limit=1, lease=1, foreign_lock_timeout=1)
+    # Time enough for a foreign takeover, which checks again a moment after it (an olmocr PUT landing late).
+    later = WorkerSettings(time_limit=10, lease=5, foreign_lock_timeout=1)
     calls = []
 
     early = Worker(s3_backend, lambda group, ctx: calls.append(ctx.attempt), settings, worker_id="early").run()
@@ -384,12 +386,12 @@ def test_a_garbage_lock_on_s3_is_held_until_stale_by_s3s_clock_then_taken_over(s
     while not calls and time.monotonic() - written < 10:
         rounds += 1
         time.sleep(0.2)
-        late = Worker(s3_backend, lambda group, ctx: calls.append(ctx.attempt), settings, worker_id=f"late-{rounds}").run()
+        late = Worker(s3_backend, lambda group, ctx: calls.append(ctx.attempt), later, worker_id=f"late-{rounds}").run()
     waited = time.monotonic() - written
-    print(f"\ngarbage lock: held for {waited:.1f}s (lock timeout 1 s, by S3's one-second clock), taken over by worker round {rounds}")
+    print(f"\ngarbage lock: held for {waited:.1f}s (foreign lock timeout 1 s, by S3's one-second clock), taken over by worker round {rounds}")
 
     assert calls == [2]  # the garbage lock cost its unknown holder an attempt
-    assert waited > settings.lock_timeout
+    assert waited > settings.foreign_lock_timeout
     assert (late.processed, late.reclaimed) == (1, 1)
     assert json.loads(s3_backend.read(layout.done_key(hash_)).body)["attempt"] == 2
     assert list(s3_backend.list_keys("worker_locks/")) == []

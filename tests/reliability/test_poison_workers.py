@@ -16,7 +16,7 @@ from collections import Counter
 from integration.workers import run_workers
 from support import run_cli
 from s3wq import WorkIndex, layout
-from s3wq.queue import LockBody
+from s3wq.bodies import LockBody
 
 from .marking_processor import POISON_ENV, SECONDS_ENV, read_calls
 
@@ -55,12 +55,12 @@ def test_poison_groups_among_four_workers_fail_after_exactly_their_attempts_and_
         flag = json.loads(s3_backend.read(layout.failed_key(hash_)).body)
         assert (flag["hash"], flag["paths"], flag["attempts"]) == (hash_, list(groups[hash_].paths), MAX_ATTEMPTS)
         assert flag["error"] == f"RuntimeError: poisoned input in group {hash_}"
-        assert LockBody.decode(s3_backend.read(layout.lock_key(hash_)).body).failed
+        assert LockBody.decode(s3_backend.read(layout.lock_key(hash_)).body).state == "failed"
     others = {k: s3_backend.read(k).etag for k in s3_backend.list_keys("") if poison[0] not in k}
 
     requeued = run_cli("requeue-failed", s3_workspace, "--hash", poison[0], "--json")
     assert requeued.returncode == 0, requeued.stderr
-    assert json.loads(requeued.stdout) == {"requeued": [poison[0]]}
+    assert json.loads(requeued.stdout) == {"requeued": [poison[0]], "skipped_live": []}
     # Still poisoned: the requeued group gets a full set of attempts again, from 1, and fails again.
     reports = run_workers(s3_workspace, 2, processor="reliability.marking_processor:process", env=env, log_dir=tmp_path / "round2", extra_args=work_args)
 

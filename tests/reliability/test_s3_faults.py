@@ -19,7 +19,7 @@ import pytest
 from integration.workers import run_workers
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
 from s3wq.backends import S3Backend, make_s3_client
-from s3wq.queue import LockBody
+from s3wq.bodies import LockBody
 
 from .bucket_state import listed
 from .fault_proxy import AFTER_FORWARDING, ALL_FAULTS, Request, SeededFaults
@@ -179,7 +179,7 @@ def test_a_lost_response_to_a_claim_protocol_write_costs_no_wait_and_no_duplicat
 @LOST_FAULTS
 def test_a_lost_response_to_a_lock_takeover_is_recognised_by_the_owner_token(fault_proxy, faulty_backend, s3_backend, one_group, fault):
     # A peer released the group after a failed attempt: a takeover (PUT If-Match) at once, no staleness needed.
-    released = LockBody(owner="peer:0123", worker_id="peer", attempt=1, claimed_at="2026-11-29T00:00:00.000+00:00", released=True, error="boom")
+    released = LockBody(owner="peer:0123", worker_id="peer", attempt=1, lease_seconds=60, state="released", outcome="error", counted=True, error="boom")
     s3_backend.create(layout.lock_key(one_group), released.encode())
     fault_proxy.set_plan(lose_first("PUT", "If-Match", "worker_locks/", fault))
     calls = []

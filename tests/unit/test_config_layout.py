@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from s3wq import layout
 from s3wq.backends import LocalBackend, open_backend
-from s3wq.config import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIME_LIMIT_SECONDS, WorkerSettings, default_safety_margin
+from s3wq.config import (
+    DEFAULT_LEASE_SECONDS,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_TIME_LIMIT_SECONDS,
+    FOREIGN_LOCK_TIMEOUT_SECONDS,
+    MIN_LEASE_SECONDS,
+    WorkerSettings,
+    default_safety_margin,
+)
 from s3wq.errors import BadGroupHash, BadKey, BadWorkspace, ConfigError, ProcessorNotFound, StorageError
 from s3wq.processors import BUILTIN_PROCESSORS, text, load_processor, noop
 
@@ -23,12 +31,14 @@ KEY_BUILDERS = [layout.lock_key, layout.done_key, layout.failed_key, layout.resu
 # --- WorkerSettings -----------------------------------------------------------------------------------
 
 
-def test_settings_defaults_derive_lock_timeout_from_time_limit():
+def test_settings_default_lease_is_the_time_limit_up_to_five_minutes():
     default = WorkerSettings()
     assert (default.time_limit, default.max_attempts) == (DEFAULT_TIME_LIMIT_SECONDS, DEFAULT_MAX_ATTEMPTS)
-    assert default.effective_lock_timeout == DEFAULT_TIME_LIMIT_SECONDS
-    assert WorkerSettings(time_limit=120).effective_lock_timeout == 120
-    assert WorkerSettings(time_limit=120, lock_timeout=300).effective_lock_timeout == 300
+    assert default.effective_lease == DEFAULT_LEASE_SECONDS == 300
+    assert WorkerSettings(time_limit=120).effective_lease == 120
+    assert WorkerSettings(time_limit=0.5).effective_lease == MIN_LEASE_SECONDS
+    assert WorkerSettings(time_limit=120, lease=3600).effective_lease == 3600
+    assert default.foreign_lock_timeout == FOREIGN_LOCK_TIMEOUT_SECONDS == 1800
 
 
 @given(st.floats(min_value=0.001, max_value=1e6))
@@ -41,12 +51,17 @@ def test_settings_default_safety_margin_is_bounded(time_limit):
 @pytest.mark.parametrize(
     "kwargs, mentions",
     [
-        ({"time_limit": 900, "lock_timeout": 899}, "shorter than the time limit"),
         ({"time_limit": 0}, "time limit"),
         ({"time_limit": -5}, "time limit"),
         ({"time_limit": float("nan")}, "time limit"),
-        ({"lock_timeout": 0}, "lock timeout"),
-        ({"lock_timeout": -1}, "lock timeout"),
+        ({"time_limit": float("inf")}, "time limit"),
+        ({"lease": 0}, "lease"),
+        ({"lease": -1}, "lease"),
+        ({"lease": 0.5}, "lease"),
+        ({"lease": 13 * 3600}, "lease"),
+        ({"lease": float("inf")}, "lease"),
+        ({"foreign_lock_timeout": 0}, "foreign lock timeout"),
+        ({"time_limit": 60, "safety_margin": 60}, "safety margin"),
         ({"max_attempts": 0}, "max attempts"),
         ({"max_attempts": -3}, "max attempts"),
         ({"safety_margin": -0.1}, "safety margin"),

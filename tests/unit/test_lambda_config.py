@@ -9,8 +9,9 @@ import pytest
 from s3wq import config
 from s3wq.config import (
     ENV_AUTO_START,
+    ENV_FOREIGN_LOCK_TIMEOUT,
     ENV_GROUP_SIZE,
-    ENV_LOCK_TIMEOUT,
+    ENV_LEASE,
     ENV_MAX_ATTEMPTS,
     ENV_PROCESSOR,
     ENV_STATE_MACHINE_ARN,
@@ -29,7 +30,8 @@ def test_only_the_workspace_is_required_and_everything_else_has_its_one_default(
 
     assert parsed == LambdaConfig(
         workspace=WORKSPACE,
-        lock_timeout=config.DEFAULT_TIME_LIMIT_SECONDS,
+        lease=config.DEFAULT_TIME_LIMIT_SECONDS,
+        foreign_lock_timeout=config.FOREIGN_LOCK_TIMEOUT_SECONDS,
         max_attempts=config.DEFAULT_MAX_ATTEMPTS,
         group_size=config.DEFAULT_GROUP_SIZE,
         processor=config.LAMBDA_DEFAULT_PROCESSOR,
@@ -38,11 +40,11 @@ def test_only_the_workspace_is_required_and_everything_else_has_its_one_default(
         workers=config.DEFAULT_WORKERS,
     )
     # The Lambda maximum, and the built-in processor the Lambda ships for.
-    assert (parsed.lock_timeout, parsed.processor) == (900.0, "text")
+    assert (parsed.lease, parsed.processor) == (900.0, "text")
 
 
 def test_empty_values_mean_the_default():
-    names = [ENV_LOCK_TIMEOUT, ENV_MAX_ATTEMPTS, ENV_GROUP_SIZE, ENV_PROCESSOR, ENV_STATE_MACHINE_ARN, ENV_WORKERS]
+    names = [ENV_LEASE, ENV_FOREIGN_LOCK_TIMEOUT, ENV_MAX_ATTEMPTS, ENV_GROUP_SIZE, ENV_PROCESSOR, ENV_STATE_MACHINE_ARN, ENV_WORKERS]
 
     parsed = LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, **{name: "" for name in names}})
 
@@ -58,7 +60,8 @@ def test_every_variable_is_parsed_to_its_type():
     parsed = LambdaConfig.from_env(
         {
             ENV_WORKSPACE: WORKSPACE,
-            ENV_LOCK_TIMEOUT: "1800.5",
+            ENV_LEASE: "1800.5",
+            ENV_FOREIGN_LOCK_TIMEOUT: "60",
             ENV_MAX_ATTEMPTS: "5",
             ENV_GROUP_SIZE: "25",
             ENV_PROCESSOR: "mypkg.ocr:process",
@@ -70,7 +73,8 @@ def test_every_variable_is_parsed_to_its_type():
 
     assert parsed == LambdaConfig(
         workspace=WORKSPACE,
-        lock_timeout=1800.5,
+        lease=1800.5,
+        foreign_lock_timeout=60.0,
         max_attempts=5,
         group_size=25,
         processor="mypkg.ocr:process",
@@ -108,8 +112,8 @@ def test_a_local_directory_is_a_workspace_too():
         pytest.param({ENV_MAX_ATTEMPTS: "0"}, ENV_MAX_ATTEMPTS, id="max-attempts-zero"),
         pytest.param({ENV_GROUP_SIZE: "0"}, ENV_GROUP_SIZE, id="group-size-zero"),
         pytest.param({ENV_GROUP_SIZE: "-4"}, ENV_GROUP_SIZE, id="group-size-negative"),
-        pytest.param({ENV_LOCK_TIMEOUT: "abc"}, ENV_LOCK_TIMEOUT, id="lock-timeout-word"),
-        pytest.param({ENV_LOCK_TIMEOUT: "0"}, ENV_LOCK_TIMEOUT, id="lock-timeout-zero"),
+        pytest.param({ENV_LEASE: "abc"}, ENV_LEASE, id="lock-timeout-word"),
+        pytest.param({ENV_LEASE: "0"}, ENV_LEASE, id="lock-timeout-zero"),
         pytest.param({ENV_AUTO_START: "maybe"}, ENV_AUTO_START, id="auto-start-maybe"),
         pytest.param({ENV_STATE_MACHINE_ARN: "s3wq-drain"}, ENV_STATE_MACHINE_ARN, id="arn-bare-name"),
         pytest.param(
@@ -131,9 +135,9 @@ def test_a_bad_setting_raises_config_error_naming_the_variable(environ, variable
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_a_lock_timeout_that_is_not_a_number_of_seconds_is_refused_at_start(value):
     with pytest.raises(ConfigError) as raised:
-        LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_LOCK_TIMEOUT: value})
+        LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_LEASE: value})
 
-    assert ENV_LOCK_TIMEOUT in str(raised.value)
+    assert ENV_LEASE in str(raised.value)
 
 
 def test_the_config_is_frozen():

@@ -13,7 +13,7 @@ from s3wq import layout
 from s3wq.config import WorkerSettings
 from s3wq.index import Group, WorkIndex
 from s3wq.processors import ProcessorContext, text
-from s3wq.queue import Worker
+from s3wq.worker import Worker
 from s3wq.samples import make_pdf
 
 PDF_PAGES = [["Invoice 2024-001", "Total due: 42 EUR (net)"], ["Page two says hello"]]

@@ -29,6 +29,9 @@ class StoredObject:
 @runtime_checkable
 class Backend(Protocol):
     uri: str
+    # How far ``StoredObject.age_seconds`` may trail the true age: waiting
+    # this much longer than a lease guarantees the store calls a lock stale.
+    clock_resolution_seconds: float
 
     def read(self, key: str) -> StoredObject:
         """Return the object's body, ETag and age.
@@ -44,13 +47,16 @@ class Backend(Protocol):
 
         Raise ObjectExists if the key is already present -- including when
         it was created by this very call whose first response was lost, so
-        callers that need to know must compare the stored body.
+        callers that need to know must compare the stored body. Raise
+        WriteConflict (an ObjectExists) when another conditional write to the
+        key was in flight, which may be this call's own first try.
         """
 
     def replace(self, key: str, body: bytes, etag: str) -> str:
         """Atomically overwrite ``key`` only if its current ETag is ``etag``; return the new ETag.
 
-        Raise ObjectChanged if the ETag differs, ObjectNotFound if the key is gone.
+        Raise ObjectChanged if the ETag differs, ObjectNotFound if the key is
+        gone, WriteConflict (an ObjectChanged) as for ``create``.
         """
 
     def delete(self, key: str, etag: str | None = None) -> None:

@@ -33,6 +33,9 @@ def _etag(body: bytes) -> str:
 
 
 class LocalBackend:
+    # Ages come from float mtimes on this machine's clock.
+    clock_resolution_seconds = 0.0
+
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root).resolve()
         self.uri = str(self.root)

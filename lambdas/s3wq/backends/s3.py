@@ -4,7 +4,7 @@ Atomicity comes from S3 conditional writes: ``If-None-Match: *`` for
 ``create``, ``If-Match: <etag>`` for ``replace`` and ``delete``. S3 answers a
 lost race with 412 PreconditionFailed, or 409 ConditionalRequestConflict when
 two conditional writes to one key overlap; both are mapped here, at the
-boundary, to ObjectExists / ObjectChanged. Every other error propagates as a
+boundary, to ObjectExists / ObjectChanged (WriteConflict for 409). Every other error propagates as a
 typed StorageError.
 """
 
@@ -15,14 +15,19 @@ from typing import Any, Iterator
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..errors import BucketNotFound, ObjectChanged, ObjectExists, ObjectNotFound, StorageError
+from ..errors import BucketNotFound, ObjectChanged, ObjectExists, ObjectNotFound, StorageError, WriteConflict
 from .base import StoredObject
 
-_CONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
+_CONDITION_CODES = {"PreconditionFailed", "412"}
+# Two conditional writes to one key in flight at once: the loser gets 409.
+# One of them may be our own first try, still being applied, that the SDK
+# gave up waiting for; callers must not take a 409 as proof of another writer.
+_CONFLICT_CODES = {"ConditionalRequestConflict", "409"}
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
 
 # Last-Modified and Date both have one-second resolution; subtracting one
-# second keeps the computed age a lower bound of the true age.
+# second keeps the computed age a lower bound of the true age, which it then
+# trails by up to two seconds.
 _CLOCK_RESOLUTION_SECONDS = 1.0
 
 
@@ -38,6 +43,8 @@ def _server_time(response: dict) -> float | None:
 
 
 class S3Backend:
+    clock_resolution_seconds = 2 * _CLOCK_RESOLUTION_SECONDS
+
     def __init__(self, *, s3_client: Any, bucket: str, prefix: str = ""):
         self.s3 = s3_client
         self.bucket = bucket
@@ -94,6 +101,8 @@ class S3Backend:
             response = self.s3.put_object(Bucket=self.bucket, Key=self._key(key), Body=body, **conditions)
         except ClientError as exc:
             code = _error_code(exc)
+            if code in _CONFLICT_CODES:
+                raise WriteConflict(key) from exc
             if code in _CONDITION_CODES:
                 raise (ObjectExists if "IfNoneMatch" in conditions else ObjectChanged)(key) from exc
             if code in _MISSING_CODES:
@@ -118,6 +127,8 @@ class S3Backend:
             self.s3.delete_object(Bucket=self.bucket, Key=self._key(key), **conditions)
         except ClientError as exc:
             code = _error_code(exc)
+            if code in _CONFLICT_CODES:
+                raise WriteConflict(key) from exc
             if code in _CONDITION_CODES:
                 raise ObjectChanged(key) from exc
             if code in _MISSING_CODES:

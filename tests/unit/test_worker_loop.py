@@ -1,0 +1,153 @@
+"""The worker loop with the processor in its own thread, on a local workspace, asserting on the objects left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+from s3wq import layout
+from s3wq.bodies import FAILED, LOST, TIMEOUT, LockBody
+from s3wq.claims import ClaimProtocol
+from s3wq.config import WorkerSettings
+from s3wq.index import WorkIndex
+from s3wq.status import queue_status
+from s3wq.stopping import GracefulStop
+from s3wq.worker import Worker
+
+LONG = 60.0
+
+
+class Recorder:
+    def __init__(self, error: Exception | None = None):
+        self.calls: list[tuple[str, int]] = []
+        self.error = error
+
+    def __call__(self, group, ctx):
+        self.calls.append((group.hash, ctx.attempt))
+        assert ctx.claim_is_held() and ctx.owner.startswith(f"{ctx.worker_id}:")
+        if self.error is not None:
+            raise self.error
+
+
+def populated(backend, n_paths: int, group_size: int) -> list:
+    WorkIndex(backend).populate([f"s3://inputs/doc-{i:03d}.pdf" for i in range(n_paths)], group_size)
+    return list(WorkIndex(backend).iter_groups())
+
+
+def keys(backend, prefix: str) -> list[str]:
+    return list(backend.list_keys(prefix))
+
+
+def age(backend, hash_: str, seconds: float) -> None:
+    path = backend.root / layout.lock_key(hash_)
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_a_worker_drains_the_queue_and_leaves_only_done_flags(local_backend):
+    groups = populated(local_backend, 10, 3)
+    processor = Recorder()
+
+    report = Worker(local_backend, processor, WorkerSettings(time_limit=LONG), worker_id="w1").run()
+
+    assert (report.processed, report.failed, report.renewals, report.stopped_reason) == (len(groups), 0, 0, "queue_empty")
+    assert sorted(h for h, _ in processor.calls) == sorted(g.hash for g in groups)
+    assert keys(local_backend, "worker_locks/") == []
+    assert keys(local_backend, "done_flags/") == sorted(layout.done_key(g.hash) for g in groups)
+    assert queue_status(local_backend)["done"] == len(groups)
+
+
+def test_a_group_fails_after_its_attempts_with_the_kind_of_failure_recorded(local_backend):
+    [group] = populated(local_backend, 2, 5)
+    processor = Recorder(RuntimeError("disk on fire"))
+
+    report = Worker(local_backend, processor, WorkerSettings(time_limit=LONG, max_attempts=3), worker_id="w1").run()
+
+    assert processor.calls == [(group.hash, 1), (group.hash, 2), (group.hash, 3)]
+    assert (report.processed, report.failed, report.retried) == (0, 1, 2)
+    doc = json.loads(local_backend.read(layout.failed_key(group.hash)).body)
+    assert (doc["hash"], doc["paths"], doc["attempts"], doc["kind"], doc["worker_id"]) == (group.hash, list(group.paths), 3, "error", "w1")
+    assert "RuntimeError: disk on fire" in doc["error"]
+    # The lock stays, marked failed, so that no worker starts the group over.
+    assert LockBody.decode(local_backend.read(layout.lock_key(group.hash)).body).state == FAILED
+    assert queue_status(local_backend) == {
+        "groups": 1, "paths": 2, "done": 0, "failed": 1, "locked": 0, "pending": 0, "remaining": 0, "finished": 1, "wait_seconds": 0
+    }
+
+
+def test_a_group_whose_holders_all_vanished_fails_as_lost_without_running(local_backend):
+    [group] = populated(local_backend, 1, 1)
+    gone = LockBody(owner="w0:gone", worker_id="w0", attempt=3, lease_seconds=30)
+    local_backend.create(layout.lock_key(group.hash), gone.encode())
+    age(local_backend, group.hash, 31)
+    processor = Recorder()
+
+    report = Worker(local_backend, processor, WorkerSettings(time_limit=LONG, max_attempts=3), worker_id="w1").run()
+
+    assert processor.calls == []
+    assert (report.failed, report.reclaimed) == (1, 1)
+    doc = json.loads(local_backend.read(layout.failed_key(group.hash)).body)
+    assert (doc["attempts"], doc["kind"]) == (3, LOST)
+
+
+def test_a_worker_without_time_claims_nothing(local_backend):
+    populated(local_backend, 6, 2)
+    settings = WorkerSettings(time_limit=LONG)
+    processor = Recorder()
+
+    report = Worker(local_backend, processor, settings, worker_id="w1", remaining_time=lambda: settings.effective_safety_margin + 0.1).run()
+
+    assert report.stopped_reason == "time_limit"
+    assert (report.processed, report.conflicts, processor.calls) == (0, 0, [])
+    assert keys(local_backend, "worker_locks/") == [] and keys(local_backend, "done_flags/") == []
+
+
+def test_a_worker_leaves_a_group_a_live_worker_holds(local_backend):
+    groups = populated(local_backend, 6, 2)
+    held = ClaimProtocol(local_backend, worker_id="w0", lease_seconds=900).claim(groups[0].hash)
+    processor = Recorder()
+
+    report = Worker(local_backend, processor, WorkerSettings(time_limit=LONG), worker_id="w1").run()
+
+    assert (report.processed, report.conflicts, report.stopped_reason) == (2, 1, "locked_by_others")
+    assert groups[0].hash not in {h for h, _ in processor.calls}
+    assert LockBody.decode(local_backend.read(layout.lock_key(groups[0].hash)).body).owner == held.owner
+    status = queue_status(local_backend)
+    assert (status["locked"], status["remaining"]) == (1, 1)
+    assert 890 < status["wait_seconds"] <= 902
+
+
+def test_a_worker_leaves_a_group_that_needs_more_time_than_it_has_left(local_backend):
+    first, timed_out = sorted(populated(local_backend, 2, 1), key=lambda g: g.hash)
+    protocol = ClaimProtocol(local_backend, worker_id="earlier", lease_seconds=60)
+    protocol.hand_back(protocol.claim(timed_out.hash, budget=20), TIMEOUT, counted=False, needs_seconds=20)
+    before = local_backend.read(layout.lock_key(timed_out.hash)).body
+    left = {"seconds": 60.0}
+
+    def uses_most_of_the_time(group, ctx):
+        left["seconds"] = 30.0  # the first group took half the worker's time
+
+    report = Worker(
+        local_backend, uses_most_of_the_time, WorkerSettings(time_limit=60), worker_id="w1", position=0.0, remaining_time=lambda: left["seconds"]
+    ).run()
+
+    # 27 s left, and the group needs twice its 20 s (or 95 % of a fresh worker's 57 s): not here.
+    assert (report.processed, report.not_enough_time) == (1, 1)
+    assert local_backend.read(layout.lock_key(timed_out.hash)).body == before
+    # A fresh worker takes it.
+    report = Worker(local_backend, Recorder(), WorkerSettings(time_limit=60), worker_id="w2").run()
+    assert report.processed == 1
+
+
+def test_a_stop_requested_before_the_first_claim_claims_nothing(local_backend):
+    populated(local_backend, 4, 2)
+    processor = Recorder()
+    with GracefulStop() as stop:
+        stop.request(signal.SIGTERM)
+        report = Worker(local_backend, processor, WorkerSettings(time_limit=LONG), worker_id="w1", stop=stop).run()
+
+    assert (report.stopped_reason, processor.calls) == ("interrupted", [])
+    assert stop.exit_code == 143
+    assert keys(local_backend, "worker_locks/") == []
