@@ -1,7 +1,7 @@
 """Worker Lambda: one item of the Distributed Map, draining groups until the queue is empty or time runs out.
 
 Event (a Map item): ``{"worker_index": 3, "workers": 50, ...}``.
-Returns ``{worker_id, processed, failed, conflicts, reclaimed, stopped_reason, ...}``.
+Returns ``{worker_id, processed, failed, conflicts, reclaimed, stopped_reason, ..., s3_requests}``.
 A processor exception is one attempt of one group and never fails the
 invocation; a storage failure does, so that Step Functions retries it. The
 processor runs in a processor host that the worker stops before the
@@ -15,6 +15,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from s3wq.backends import request_counts
 from s3wq.config import WorkerSettings
 from s3wq.errors import ConfigError
 from s3wq.runners import HostRunner
@@ -41,6 +42,7 @@ def _map_item(event: Any) -> tuple[int, int]:
 def handler(event: Any, context: Any) -> dict:
     rt = runtime()
     index, workers = _map_item(event)
+    requests_at_start = request_counts(rt.s3)
     request_id = getattr(context, "aws_request_id", "local")
     worker_id = f"w{index}-{request_id[:8]}"
     logger.append_keys(worker_id=worker_id)
@@ -62,5 +64,8 @@ def handler(event: Any, context: Any) -> dict:
     )
     report = worker.run()
     metrics.add_metric(name="LocksReclaimed", unit=MetricUnit.Count, value=report.reclaimed)
-    logger.info("worker stopped", extra=report.to_dict())
-    return report.to_dict()
+    # The S3 requests of this invocation, by operation (the client counts since its creation).
+    before, after = requests_at_start, request_counts(rt.s3)
+    doc = {**report.to_dict(), "s3_requests": {op: n - before.get(op, 0) for op, n in after.items() if n > before.get(op, 0)}}
+    logger.info("worker stopped", extra=doc)
+    return doc

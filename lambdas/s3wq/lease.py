@@ -20,6 +20,7 @@ runs out: stop then.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from . import clock
@@ -37,6 +38,8 @@ _MARGIN_SHARE = 0.02
 # margin (10 s at 900 s), so that its run always ends inside its lease.
 _MAX_MARGIN_SECONDS = 5.0
 _RETRY_SECONDS = 1.0
+# How often to look whether a renewal in flight has come back.
+_POLL_SECONDS = 0.1
 
 TIMEOUT = "timeout"  # the worker's time limit is up
 LOST = "lost"  # the lock was taken from us or deleted
@@ -66,9 +69,13 @@ class LeaseKeeper:
     None for no limit. The lock is rewritten only while the run may outlive
     what the last write covers: our lease for s3wq takers, and the foreign
     timeout for olmocr workers, which judge a lock by its age alone.
+
+    A renewal runs in a thread of its own: a request to a store that does not
+    answer can take the SDK's retries and timeouts -- minutes -- and the
+    processor must still be stopped the moment the lease runs out.
     """
 
-    def __init__(self, protocol: ClaimProtocol, claim: Claim, *, stop_at: float | None):
+    def __init__(self, protocol: ClaimProtocol, claim: Claim, *, stop_at: float | None, executor: Executor | None = None):
         self.protocol = protocol
         self.stop_at = stop_at
         self.margin = lease_margin(claim.lease_seconds)
@@ -77,6 +84,9 @@ class LeaseKeeper:
         self.state = LeaseState(valid_until=0.0)
         self.renewals = 0
         self.renewal_errors = 0
+        self._renewal: Future | None = None
+        self._executor = executor
+        self._own_pool: ThreadPoolExecutor | None = None
         self._written(claim)
 
     def _written(self, claim: Claim) -> None:
@@ -94,6 +104,8 @@ class LeaseKeeper:
 
     def next_wakeup(self) -> float:
         """When to call ``tick`` next. Waits must be sliced (``wait_slice``): timeouts stop during suspend, this clock does not."""
+        if self._renewal is not None:
+            return min(self.stop_by(), clock.now() + _POLL_SECONDS)
         return min(self.stop_by(), self._next_renewal) if self._renewing() else self.stop_by()
 
     @property
@@ -101,28 +113,44 @@ class LeaseKeeper:
         """The longest single wait: a wait's own timer stands still while the machine sleeps."""
         return self.margin / 2
 
+    def _collect(self) -> str | None:
+        """Take in a finished renewal; LOST if it found the lock taken."""
+        renewal, self._renewal = self._renewal, None
+        try:
+            renewed = renewal.result()
+        except StorageError as exc:
+            self.renewal_errors += 1
+            log.warning("lease renewal of %s failed, retrying: %s", self.claim.hash, exc)
+            self._next_renewal = clock.now() + min(_RETRY_SECONDS, self.hold_seconds * RENEW_FRACTION)
+            return None
+        if renewed is None:
+            self.state.lost = True
+            return LOST
+        self.renewals += 1
+        self._written(renewed)
+        return None
+
     def tick(self) -> str | None:
         """Renew if due; None while the processor may go on, else why it must stop now."""
-        now = clock.now()
-        if self.stop_at is not None and now >= self.stop_at:
+        if self.stop_at is not None and clock.now() >= self.stop_at:
             return TIMEOUT
-        if now >= self.state.valid_until:
-            self.state.lost = True
-            return EXPIRED
-        if self._renewing() and now >= self._next_renewal:
-            try:
-                renewed = self.protocol.renew(self.claim)
-            except StorageError as exc:
-                self.renewal_errors += 1
-                log.warning("lease renewal of %s failed, retrying: %s", self.claim.hash, exc)
-                self._next_renewal = clock.now() + min(_RETRY_SECONDS, self.hold_seconds * RENEW_FRACTION)
-            else:
-                if renewed is None:
-                    self.state.lost = True
-                    return LOST
-                self.renewals += 1
-                self._written(renewed)
+        if self._renewal is not None and self._renewal.done() and self._collect() == LOST:
+            return LOST
         if clock.now() >= self.state.valid_until:
             self.state.lost = True
             return EXPIRED
+        if self._renewal is None and self._renewing() and clock.now() >= self._next_renewal:
+            if self._executor is None:
+                self._executor = self._own_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3wq-renew")
+            self._renewal = self._executor.submit(self.protocol.renew, self.claim)
+            if self._renewal.done() and self._collect() == LOST:
+                return LOST
         return None
+
+    def settle(self) -> None:
+        """Once the processor has stopped: wait for a renewal in flight, so ``claim`` has the lock's current ETag."""
+        if self._renewal is not None:
+            self._collect()
+        if self._own_pool is not None:
+            self._own_pool.shutdown(wait=False)
+            self._own_pool = None

@@ -1,8 +1,9 @@
-"""Graceful stop on SIGINT and SIGTERM, for a worker run from the command line.
+"""Graceful stop on SIGINT, SIGTERM and SIGHUP, for a worker run from the command line.
 
 The first signal asks the worker to stop: a processor that is running is
 stopped, its group handed back at once (lock released, no attempt used), and
-the worker ends with exit code 128 + the signal (130, 143). The handler only
+the worker ends with exit code 128 + the signal (130, 143; 129 when its
+terminal closed). The handler only
 records the signal and writes a byte to a pipe: the worker waits on that pipe
 beside its processor and its sleeps, so it reacts at once without a signal
 ever interrupting it halfway through a request to the store. A second signal
@@ -15,7 +16,7 @@ import os
 import signal
 from typing import Any, Callable
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class GracefulStop:

@@ -331,6 +331,7 @@ class Worker:
                 # processor has stopped (the runner saw to it); give the group back.
                 self._hand_back(keeper.claim, INTERRUPTED, counted=False, error="interrupted")
                 raise
+            keeper.settle()
             claim = keeper.claim
             self.report.renewals += keeper.renewals
             ran = time.monotonic() - run_started

@@ -7,7 +7,8 @@ each request a *plan* decides whether to inject a fault and which one:
 * ``503``         answer 503 SlowDown, without forwarding;
 * ``reset``       reset the connection (RST), without forwarding;
 * ``lost-500``    forward to S3, which applies the request, then answer 500;
-* ``lost-reset``  forward to S3, then reset the connection: the response is lost.
+* ``lost-reset``  forward to S3, then reset the connection: the response is lost;
+* ``slow``        forward to S3 only after ``slow_seconds``: a pause, a congested network.
 
 The ``lost-*`` faults are the case a conditional write must survive: S3
 applied the PUT or DELETE, the client saw an error, and its retry meets the
@@ -26,6 +27,7 @@ import http.client
 import socket
 import struct
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +37,7 @@ from urllib.parse import unquote, urlsplit
 BEFORE_FORWARDING = ("500", "503", "reset")
 AFTER_FORWARDING = ("lost-500", "lost-reset")
 ALL_FAULTS = BEFORE_FORWARDING + AFTER_FORWARDING
+SLOW = "slow"
 
 _ERRORS = {
     "500": (500, "Internal Server Error", "InternalError", "We encountered an internal error. Please try again."),
@@ -191,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         request = self._request()
         fault = self.server.plan(request)
-        if fault is not None and fault not in ALL_FAULTS:
+        if fault is not None and fault not in (*ALL_FAULTS, SLOW):
             raise ValueError(f"unknown fault {fault!r}")
         upstream_status = None
         try:
@@ -201,6 +204,8 @@ class _Handler(BaseHTTPRequestHandler):
                 else:
                     self._send_error(fault)
                 return
+            if fault == SLOW:
+                time.sleep(self.server.slow_seconds)
             status, reason, headers, data = self._forward(body)
             upstream_status = status
             if fault == "lost-reset":
@@ -251,6 +256,7 @@ class _Server(ThreadingHTTPServer):
         self.upstream_host, self.upstream_port = parts.hostname, parts.port
         self.plan = plan
         self.journal = journal
+        self.slow_seconds = 1.5
 
     def handle_error(self, request, client_address) -> None:
         pass  # a reset connection is the point, not an error
@@ -268,6 +274,14 @@ class FaultProxy:
 
     def set_plan(self, plan: Plan) -> None:
         self._plan = plan
+
+    @property
+    def slow_seconds(self) -> float:
+        return self._server.slow_seconds
+
+    @slow_seconds.setter
+    def slow_seconds(self, seconds: float) -> None:
+        self._server.slow_seconds = seconds
 
     def start(self) -> "FaultProxy":
         self._thread.start()

@@ -9,6 +9,7 @@ directory and every renewal is a real conditional write.
 from __future__ import annotations
 
 import math
+from concurrent.futures import Executor, Future
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +22,22 @@ from s3wq.errors import StorageError
 from s3wq.lease import EXPIRED, LOST, TIMEOUT, LeaseKeeper, lease_margin
 
 HASH = layout.group_hash(["s3://inputs/a.pdf"])
+
+
+class InlineExecutor(Executor):
+    """Renewals run at once, in the caller's thread: on a hand-moved clock, nothing may happen behind the test's back."""
+
+    def submit(self, fn, *args, **kwargs):
+        future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 -- handed to the keeper, as a real executor would
+            future.set_exception(exc)
+        return future
+
+
+def keeper_for(proto, claim, stop_at):
+    return LeaseKeeper(proto, claim, stop_at=stop_at, executor=InlineExecutor())
 
 
 class FakeClock:
@@ -75,12 +92,12 @@ def test_a_lambda_run_inside_its_lease_never_renews(fake_clock, store):
     # A worker function with a 900 s timeout: lease 900, safety margin 10, the claim made at once.
     proto = ClaimProtocol(store, worker_id="lambda", lease_seconds=900)
     claim = proto.claim(HASH)
-    keeper = LeaseKeeper(proto, claim, stop_at=fake_clock.t + 890)
+    keeper = keeper_for(proto, claim, fake_clock.t + 890)
 
     assert run_until_stop(keeper, fake_clock, finishes_at=fake_clock.t + 700) is None
     assert (keeper.renewals, store.replaces) == (0, 0)
 
-    keeper = LeaseKeeper(proto, proto.renew(claim), stop_at=fake_clock.t + 890)
+    keeper = keeper_for(proto, proto.renew(claim), fake_clock.t + 890)
     store.replaces = 0
     assert run_until_stop(keeper, fake_clock) == TIMEOUT
     assert (keeper.renewals, store.replaces) == (0, 0)
@@ -89,7 +106,7 @@ def test_a_lambda_run_inside_its_lease_never_renews(fake_clock, store):
 def test_a_one_hour_run_on_a_five_minute_lease_renews_every_hundred_seconds(fake_clock, store):
     proto = ClaimProtocol(store, worker_id="gpu-box", lease_seconds=300)
     started = fake_clock.t
-    keeper = LeaseKeeper(proto, proto.claim(HASH), stop_at=None)
+    keeper = keeper_for(proto, proto.claim(HASH), None)
 
     assert run_until_stop(keeper, fake_clock, finishes_at=started + 3600) is None
 
@@ -102,7 +119,7 @@ def test_renewals_follow_the_foreign_timeout_when_the_lease_is_longer(fake_clock
     # olmocr takes a lock over once it looks 1,800 s old, whatever s3wq's lease says.
     proto = ClaimProtocol(store, worker_id="gpu-box", lease_seconds=7200, foreign_lock_timeout=1800)
     started = fake_clock.t
-    keeper = LeaseKeeper(proto, proto.claim(HASH), stop_at=started + 7000)
+    keeper = keeper_for(proto, proto.claim(HASH), started + 7000)
 
     assert run_until_stop(keeper, fake_clock, finishes_at=started + 3600) is None
     assert keeper.renewals == 5  # every 600 s
@@ -111,7 +128,7 @@ def test_renewals_follow_the_foreign_timeout_when_the_lease_is_longer(fake_clock
 def test_a_taken_lock_stops_the_processor_at_the_next_renewal(fake_clock, store):
     proto = ClaimProtocol(store, worker_id="w1", lease_seconds=30)
     claim = proto.claim(HASH)
-    keeper = LeaseKeeper(proto, claim, stop_at=None)
+    keeper = keeper_for(proto, claim, None)
     store.write(layout.lock_key(HASH), b'{"taken": "by an operator"}')
 
     assert run_until_stop(keeper, fake_clock) == LOST
@@ -122,7 +139,7 @@ def test_a_taken_lock_stops_the_processor_at_the_next_renewal(fake_clock, store)
 def test_an_unreachable_store_stops_the_processor_before_the_lease_ends(fake_clock, store):
     proto = ClaimProtocol(store, worker_id="w1", lease_seconds=30)
     claim = proto.claim(HASH)
-    keeper = LeaseKeeper(proto, claim, stop_at=None)
+    keeper = keeper_for(proto, claim, None)
     store.down = True
 
     assert run_until_stop(keeper, fake_clock) == EXPIRED
@@ -136,7 +153,7 @@ def test_an_unreachable_store_stops_the_processor_before_the_lease_ends(fake_clo
 def test_a_renewal_that_gets_through_after_errors_keeps_the_run_going(fake_clock, store):
     proto = ClaimProtocol(store, worker_id="w1", lease_seconds=30)
     started = fake_clock.t
-    keeper = LeaseKeeper(proto, proto.claim(HASH), stop_at=None)
+    keeper = keeper_for(proto, proto.claim(HASH), None)
     store.down = True
     fake_clock.t = started + 10
     assert keeper.tick() is None and keeper.renewals == 0
@@ -159,7 +176,7 @@ def test_while_renewals_succeed_a_run_stops_only_at_its_time_limit(tmp_path_fact
         proto = ClaimProtocol(store, worker_id="w", lease_seconds=lease)
         claim = proto.claim(HASH)
         stop_at = None if limit is None else fake.t + limit
-        keeper = LeaseKeeper(proto, claim, stop_at=stop_at)
+        keeper = keeper_for(proto, claim, stop_at)
 
         verdict = run_until_stop(keeper, fake, finishes_at=claim.sent_at + run)
 
