@@ -11,7 +11,6 @@ from aws_cdk.assertions import Match
 from stack_under_test import TUNED
 from state_graph import StateGraph, all_states
 
-from s3wq import config
 
 # The errors AWS recommends retrying for every Lambda task.
 LAMBDA_TRANSIENT_ERRORS = {

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 from support import run_cli
-from s3wq import WorkerSettings, WorkIndex, layout
+from s3wq import WorkIndex, layout
 from s3wq.backends import S3Backend
 from s3wq.index import Group
 from s3wq.bodies import LockBody
