@@ -34,6 +34,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import zstandard
 
 from . import layout
+from .bodies import strict_json
 from .backends import Backend
 from .errors import (
     BadGroupHash,
@@ -90,19 +91,22 @@ class Catalog:
     @classmethod
     def from_json(cls, data: bytes) -> "Catalog":
         try:
-            doc = json.loads(data)
-            if doc.get("format") != CATALOG_FORMAT:
+            doc = strict_json(data)
+            if not isinstance(doc, dict) or doc.get("format") != CATALOG_FORMAT:
                 raise ValueError(f"unknown catalog format {doc.get('format')!r}")
             segments = []
             for raw in doc["segments"]:
-                info = SegmentInfo(key=str(raw["key"]), prefix=str(raw["prefix"]), groups=int(raw["groups"]), paths=int(raw["paths"]))
+                groups, paths = raw["groups"], raw["paths"]
+                if not (type(groups) is int and type(paths) is int and groups >= 0 and paths >= 0):
+                    raise ValueError(f"segment counts must be whole numbers, got groups={groups!r:.30} paths={paths!r:.30}")
+                info = SegmentInfo(key=str(raw["key"]), prefix=str(raw["prefix"]), groups=groups, paths=paths)
                 layout.check_hex_prefix(info.prefix)
                 if not info.key.startswith(layout.INDEX_SEGMENTS_PREFIX):
                     raise ValueError(f"segment key outside {layout.INDEX_SEGMENTS_PREFIX}: {info.key!r}")
                 layout.check_hash(info.key[len(layout.INDEX_SEGMENTS_PREFIX) :].removesuffix(".csv.zstd"))
                 segments.append(info)
             writer = str(doc.get("writer", ""))
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError, BadGroupHash) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, BadGroupHash) as exc:
             raise IndexCorrupt(f"{layout.INDEX_CATALOG_KEY} is not a valid catalog: {exc}") from exc
         return cls(tuple(segments), writer)
 

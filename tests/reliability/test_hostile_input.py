@@ -311,6 +311,22 @@ def corrupt_catalog(s3_backend) -> str:
     return layout.INDEX_CATALOG_KEY
 
 
+def catalog_with_hostile_numbers(s3_backend) -> str:
+    # 1e999 parses as infinity, which int() cannot take: once an uncaught OverflowError.
+    catalog = json.loads(s3_backend.read(layout.INDEX_CATALOG_KEY).body)
+    catalog["segments"][0]["groups"] = "HOSTILE"
+    s3_backend.write(layout.INDEX_CATALOG_KEY, json.dumps(catalog).replace('"HOSTILE"', "1e999").encode())
+    return layout.INDEX_CATALOG_KEY
+
+
+def catalog_with_a_huge_count(s3_backend) -> str:
+    # More digits than Python will turn into an int.
+    catalog = json.loads(s3_backend.read(layout.INDEX_CATALOG_KEY).body)
+    catalog["segments"][0]["paths"] = "HUGE"
+    s3_backend.write(layout.INDEX_CATALOG_KEY, json.dumps(catalog).replace('"HUGE"', "9" * 5000).encode())
+    return layout.INDEX_CATALOG_KEY
+
+
 def legacy_index_not_zstd(s3_backend) -> str:
     s3_backend.write(layout.LEGACY_INDEX_KEY, b"hash,path\n" + b"0" * 40 + b",s3://b/k\n")
     return layout.LEGACY_INDEX_KEY
@@ -340,11 +356,12 @@ def segment_of_a_group_without_paths(s3_backend) -> str:
     return key
 
 
-CORRUPTIONS = [corrupt_catalog, legacy_index_not_zstd, segment_row_without_a_hash, segment_row_whose_hash_climbs_out, segment_of_a_group_without_paths]
+CORRUPTIONS = [corrupt_catalog, catalog_with_hostile_numbers, catalog_with_a_huge_count, legacy_index_not_zstd, segment_row_without_a_hash, segment_row_whose_hash_climbs_out, segment_of_a_group_without_paths]
 COMMANDS = {
     "populate": lambda ws, bucket: ["populate", ws, f"s3://{bucket}/inputs/new.txt"],
     "work": lambda ws, bucket: ["work", ws, "--time-limit", "30"],
     "status": lambda ws, bucket: ["status", ws],
+    "inspect": lambda ws, bucket: ["inspect", ws, "0" * 40],
 }
 
 
@@ -415,3 +432,29 @@ def test_an_s3_event_delivered_through_sns_is_unwrapped_and_indexed(populate_han
 
     assert entry["added_paths"] == 1
     assert [p for g in WorkIndex(s3_backend).iter_groups() for p in g.paths] == [f"s3://{bucket}/inputs/a.txt"]
+
+
+# --- a lock with hostile numbers -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("number", ["1e999", "NaN", "-Infinity", "9" * 5000], ids=["1e999", "NaN", "-Infinity", "5000-digits"])
+def test_a_lock_with_hostile_numbers_is_a_foreign_lock_to_every_command(s3_client, bucket, s3_workspace, s3_backend, capsys, number):
+    WorkIndex(s3_backend).populate(["s3://inputs/hostile-lock.pdf"], 1)
+    hash_ = layout.group_hash(["s3://inputs/hostile-lock.pdf"])
+    body = {"owner": "x:1", "worker_id": "x", "attempt": 1, "lease_seconds": "N", "claimed_at": "", "state": "held", "write_id": "w"}
+    s3_backend.create(layout.lock_key(hash_), json.dumps(body).replace('"N"', number).encode())
+    before = objects(s3_client, bucket)
+
+    status_code = cli_main(["status", s3_workspace, "--json"])
+    status = json.loads(capsys.readouterr().out)
+    inspect_code = cli_main(["inspect", s3_workspace, hash_, "--json"])
+    inspected = json.loads(capsys.readouterr().out)
+    work_code = cli_main(["work", s3_workspace, "--time-limit", "3", "--json"])
+    report = json.loads(capsys.readouterr().out)
+
+    assert (status_code, inspect_code, work_code) == (0, 0, 0)
+    # Honoured as olmocr's locks are, for the foreign timeout: never a crash, never a lease of 1e999 s.
+    assert (status["locked"], 1800 <= status["wait_seconds"] <= 1804) == (1, True)
+    assert inspected["state"] == "locked" and inspected["lock"]["body"].startswith("unparsable")
+    assert (report["processed"], report["stopped_reason"]) == (0, "locked_by_others")
+    assert objects(s3_client, bucket) == before

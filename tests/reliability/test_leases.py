@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from support import run_cli
 from s3wq import WorkIndex, layout
 from s3wq.bodies import FAILED, INTERRUPTED, RELEASED, TIMEOUT, LockBody
 from s3wq.localcloud.runner import Invocation, LambdaRunner
@@ -214,6 +215,33 @@ def test_a_second_signal_exits_at_once(s3_workspace, s3_backend, child_env, mark
     assert run.end_ns is None
     time.sleep(0.2)
     assert read_runs(mark_dir)[0].running_until_ns == run.running_until_ns  # no beat after the exit: the processor is gone
+
+
+def test_a_killed_workers_processor_dies_with_it_and_release_locks_hands_its_group_on(
+    s3_workspace, s3_backend, child_env, mark_dir, tmp_path
+):
+    hash_ = one_group(s3_backend)
+    env = {**child_env, SECONDS_ENV: "hang", ONLY_FIRST_ENV: "1"}
+    dead = start_worker(s3_workspace, "gpu-box-3", env=env, log_dir=tmp_path)
+    wait_until(lambda: read_runs(mark_dir), timeout=30, what="the run to start")
+
+    dead.process.kill()  # SIGKILL: no handler runs, no hand-back
+    dead.wait()
+    killed_ns = time.time_ns()
+    time.sleep(0.5)
+    [run] = read_runs(mark_dir)
+    # The processor host went down with its worker (the kernel's parent-death signal, or its closed pipe).
+    assert run.running_until_ns < killed_ns + 0.3e9
+    # Its lock would hold the group for its 300 s lease; the operator knows the box is gone.
+    assert lock_of(s3_backend, hash_).worker_id == "gpu-box-3"
+    released = run_cli("release-locks", s3_workspace, "--worker-id", "gpu-box-3", "--json")
+    assert released.returncode == 0, released.stderr
+    assert json.loads(released.stdout) == {"released": [hash_]}
+
+    taker = start_worker(s3_workspace, "B", env=env, log_dir=tmp_path)
+    assert taker.wait(timeout=30) == 0, taker.stderr()
+    assert taker.report()["processed"] == 1 and overlap_seconds(read_runs(mark_dir)) == 0
+    assert json.loads(s3_backend.read(layout.done_key(hash_)).body)["attempt"] == 1  # released by an operator: no attempt used
 
 
 # --- olmocr in the same workspace --------------------------------------------------------------------------
