@@ -206,3 +206,33 @@ def test_a_run_with_failed_groups_fails_and_succeeds_once_the_inputs_are_fixed_a
         assert json.loads(backend.read(layout.done_key(failure["hash"])).body)["attempt"] == 1
         [record] = [json.loads(line) for line in backend.read(layout.result_key(failure["hash"])).body.splitlines()]
         assert record["text"].startswith("page ")
+
+
+def test_groups_populated_while_a_round_runs_are_drained_by_the_same_execution(cloud_env):
+    """More groups added mid-round than the round finishes: "remaining" goes up, yet the round made progress."""
+    first = upload(cloud_env, "mid-round-a", [f"first {n}\n".encode() for n in range(20)])
+    later = upload(cloud_env, "mid-round-b", [f"later {n}\n".encode() for n in range(40)])
+    backend = backend_of(cloud_env)
+    WorkIndex(backend).populate(first, 1)
+    first_hashes = [layout.group_hash([p]) for p in first]
+
+    started = run_cli("start", "--stack", STACK, "--workers", "1", "--json")
+    assert started.returncode == 0, started.stderr
+    execution_arn = json.loads(started.stdout)["execution_arn"]
+    # Once the round's worker is under way (it has read the index), index twice as many groups again.
+    deadline = time.monotonic() + 60
+    while not any(backend.exists(layout.done_key(h)) for h in first_hashes):
+        assert time.monotonic() < deadline, "the round never started"
+        time.sleep(0.05)
+    WorkIndex(backend).populate(later, 1)
+    assert not all(backend.exists(layout.done_key(h)) for h in first_hashes), "the round ended before the populate: no race tested"
+
+    sfn = cloud_env.client("stepfunctions")
+    while (description := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline + 120, "the execution did not end"
+        time.sleep(0.25)
+
+    assert description["status"] == "SUCCEEDED", description.get("cause")
+    output = json.loads(description["output"])
+    assert output["remaining"] == 0 and output["rounds"] >= 2
+    assert all(backend.exists(layout.done_key(layout.group_hash([p]))) for p in first + later)
