@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from support import run_cli
-from s3wq import WorkIndex, layout
+from s3wq import WorkerSettings, WorkIndex, Worker, layout
 from s3wq.bodies import FAILED, INTERRUPTED, RELEASED, TIMEOUT, LockBody
+from s3wq.claims import Claim, ClaimProtocol
 from s3wq.localcloud.runner import Invocation, LambdaRunner
 from s3wq.status import queue_status
 
@@ -359,3 +360,22 @@ def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(s3
     # and the taker's create that found the handed-back lock: no renewal anywhere.
     assert sum(r["s3_requests"].get("PutObject", 0) for r in reports) == 2 * 7 + 2 + 1, json.dumps(reports)
     assert "Task timed out" not in (tmp_path / "lambda" / "worker.log").read_text()
+
+
+def test_waiting_for_a_lock_to_go_stale_sleeps_until_s3_will_call_it_stale(s3_backend):
+    """No busy loop at the boundary: S3's clock has one-second resolution, and the wait allows for it."""
+    hash_ = one_group(s3_backend)
+    abandoned = ClaimProtocol(s3_backend, worker_id="gone", lease_seconds=2).claim(hash_)
+    assert isinstance(abandoned, Claim)
+    calls = []
+    started = time.monotonic()
+
+    report = Worker(s3_backend, lambda group, ctx: calls.append(ctx.attempt), WorkerSettings(time_limit=20), worker_id="waiter").run()
+
+    waited = time.monotonic() - started
+    print(f"\nwaiting for a 2 s lease on S3: taken over after {waited:.1f} s with {report.conflicts} conflicts")
+    assert calls == [2] and report.reclaimed == 1
+    # The lease (2 s) plus S3's clock resolution (up to 2 s) plus a little: not sooner, hardly later.
+    assert 2 < waited < 6
+    # A few polls with backoff (a holder may finish early), never a request loop at the boundary.
+    assert report.conflicts <= 6
