@@ -284,7 +284,7 @@ def test_a_fresh_olmocr_lock_written_during_a_slow_takeover_is_not_run_over(
     fault_proxy.slow_seconds = 2.0
     fault_proxy.set_plan(lambda request: "slow" if request.kind == "PUT If-Match" and "worker_locks/" in request.key else None)
     worker = start_worker(
-        s3_workspace, "A", "--time-limit", "20", "--foreign-lock-timeout", "2",
+        s3_workspace, "A", "--time-limit", "6", "--foreign-lock-timeout", "2",
         env={**child_env, SECONDS_ENV: "0.1", "AWS_ENDPOINT_URL": fault_proxy.endpoint}, log_dir=tmp_path,
     )
     wait_until(lambda: any(e.request.kind == "PUT If-Match" for e in fault_proxy.journal.exchanges) or worker.process.poll() is not None,
