@@ -29,7 +29,7 @@ demo: install
 	$(BIN)/s3wq local demo
 
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out .pytest_cache .hypothesis

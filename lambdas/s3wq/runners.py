@@ -7,7 +7,8 @@
 * ``InProcessRunner`` calls it in the worker's own thread, for a ``Worker``
   embedded in a program. A thread cannot be stopped, so when a run must end
   its keeper kills the whole process with SIGKILL, as Lambda kills an
-  invocation at its timeout; the lock is then left to go stale.
+  invocation at its timeout, and on Linux a kernel timer stands behind the
+  keeper (:mod:`s3wq.killtimer`); the lock is then left to go stale.
 
 Either way nothing runs past its lease, and ``run`` returns only once the
 processor can do nothing more.
@@ -26,6 +27,7 @@ from typing import Protocol
 from . import clock
 from .backends import Backend
 from .index import Group
+from .killtimer import KillTimer
 from .lease import LeaseKeeper
 from .processors import Processor, ProcessorContext
 from .sandbox import ProcessorHost, Raised, Returned, one_line_error
@@ -104,23 +106,42 @@ class HostRunner:
             raise
 
 
+# The keeper stops the process at the lease's margin; the kernel timer, a little later, if the keeper could not.
+_KERNEL_GRACE_SECONDS = 0.25
+
+
 class InProcessRunner:
     def __init__(self, processor: Processor, backend: Backend):
         self.processor = processor
         self.backend = backend
+        self._kill_timer: KillTimer | None = None
+
+    def _kernel_timer(self) -> KillTimer | None:
+        """A kernel timer for this process, where the kernel keeps one on the lease clock (Linux)."""
+        if self._kill_timer is None:
+            self._kill_timer = KillTimer()
+        return self._kill_timer if self._kill_timer.kernel_clock else None
 
     def prepare(self) -> bool:
         return True
 
     def run(self, group: Group, keeper: LeaseKeeper, *, deadline_epoch: float) -> RunEnd:
         finished = threading.Event()
+        timer = self._kernel_timer()
+        armed_for = keeper.stop_by()
+        if timer is not None:
+            timer.arm(armed_for + _KERNEL_GRACE_SECONDS)
 
         def keep() -> None:
+            nonlocal armed_for
             while not finished.wait(max(0.0, min(keeper.next_wakeup() - clock.now(), keeper.wait_slice))):
                 verdict = keeper.tick()
                 if verdict is not None and not finished.is_set():
                     log.critical("group %s: %s; stopping the process (an in-process processor cannot be stopped alone)", group.hash, verdict)
                     os.kill(os.getpid(), signal.SIGKILL)
+                if timer is not None and keeper.stop_by() != armed_for:
+                    armed_for = keeper.stop_by()
+                    timer.arm(armed_for + _KERNEL_GRACE_SECONDS)
 
         keeper_thread = threading.Thread(target=keep, daemon=True, name=f"s3wq-lease-{group.hash[:8]}")
         keeper_thread.start()
@@ -141,5 +162,7 @@ class InProcessRunner:
             return Raised(one_line_error(exc), "".join(traceback.format_exception(exc)))
         finally:
             finished.set()
-            keeper_thread.join()
+            keeper_thread.join()  # before disarming: the keeper may be re-arming the timer
+            if timer is not None:
+                timer.disarm()
 

@@ -14,10 +14,10 @@ Three things stop a host, any one of which is enough:
   kernel kills it when the worker dies (PR_SET_PDEATHSIG);
 * the host watches the lease itself and exits if it is still running a group
   when the lease the worker last reported runs out -- a worker that is stuck
-  or stopped (SIGSTOP) cannot make its processor outlive the lease. A thread
-  does the watching, on the suspend-aware clock; behind it an interval timer
-  (SIGALRM, whose default action ends the process) covers a processor that
-  holds the GIL in native code.
+  or stopped (SIGSTOP) cannot make its processor outlive the lease. A kernel
+  timer on the suspend-aware clock does it (:mod:`s3wq.killtimer`), so a
+  processor stuck in native code, or a machine waking from sleep past the
+  lease, cannot delay it; a watching thread backs it up.
 
 The host runs in its own session, so a Ctrl-C in the terminal reaches only
 the worker, which then stops the host and hands the group back.
@@ -43,6 +43,7 @@ from typing import Sequence
 
 from . import clock
 from .errors import ProcessorNotFound, S3wqError
+from .killtimer import KillTimer
 
 # The host stops itself this long after the lease the worker reported, if
 # the worker has not stopped it first; less than the worker's lease margin.
@@ -212,6 +213,7 @@ def _die_with_parent(parent_pid: int) -> None:
 
 class _HostState:
     def __init__(self) -> None:
+        self.kill_timer = KillTimer()
         self.lock = threading.Lock()
         self.held_until = 0.0
         self.running = False
@@ -221,18 +223,19 @@ class _HostState:
     def held(self) -> bool:
         return clock.now() < self.held_until
 
-
-def _arm_alarm(state: _HostState) -> None:
-    """Let the kernel end the host at the lease's end if nothing else does (no alarm while idle)."""
-    seconds = state.held_until + _SELF_STOP_GRACE_SECONDS - clock.now() if state.running else 0.0
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001) if state.running else 0.0)
+    def arm(self) -> None:
+        """Have the kernel end the host at the lease's end, if nothing else does; never while idle."""
+        if self.running:
+            self.kill_timer.arm(self.held_until + _SELF_STOP_GRACE_SECONDS)
+        else:
+            self.kill_timer.disarm()
 
 
 def _listen(conn: Connection, state: _HostState) -> None:
     """Read the worker's messages; stop the host if the worker is gone or the lease ran out mid-run."""
     while True:
         with state.lock:
-            _arm_alarm(state)
+            state.arm()
             # Sliced: a poll's own timeout stands still while the machine sleeps.
             timeout = None if not state.running else min(_WATCH_SLICE_SECONDS, max(0.0, state.held_until + _SELF_STOP_GRACE_SECONDS - clock.now()))
         if conn.poll(timeout):
@@ -273,7 +276,7 @@ def host_main(argv: Sequence[str]) -> None:
         conn.send(("load_error", f"processor {processor_spec!r} failed to load: {one_line_error(exc)}"))
         return
     state = _HostState()
-    # SIGALRM's default action ends the process: the lease alarm's backstop.
+    # SIGALRM's default action ends the process: the kill timer's fallback off Linux.
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     threading.Thread(target=_listen, args=(conn, state), daemon=True, name="s3wq-host-listener").start()
     conn.send(("ready",))
@@ -296,6 +299,6 @@ def host_main(argv: Sequence[str]) -> None:
             reply = ("raised", one_line_error(exc), "".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:])
         with state.lock:
             state.running = False
-            _arm_alarm(state)
+            state.arm()
         conn.send(reply)
 

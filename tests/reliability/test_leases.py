@@ -159,6 +159,32 @@ def test_a_hung_processor_whose_lease_cannot_be_renewed_is_stopped_before_the_le
     assert s3_backend.exists(layout.done_key(hash_)) and not s3_backend.exists(layout.lock_key(hash_))
 
 
+def test_a_frozen_worker_cannot_keep_its_processor_running_past_the_lease(s3_workspace, s3_backend, child_env, mark_dir, tmp_path):
+    # SIGSTOP: the worker can neither renew nor stop its processor host. The host stops itself (a kernel timer).
+    hash_ = one_group(s3_backend)
+    env = {**child_env, SECONDS_ENV: "hang", ONLY_FIRST_ENV: "1"}
+    frozen = start_worker(s3_workspace, "A", "--lease", "3", env=env, log_dir=tmp_path)
+    wait_until(lambda: read_runs(mark_dir), timeout=30, what="A's run to start")
+    time.sleep(1.2)  # A renewed at 1 s
+    frozen.process.send_signal(signal.SIGSTOP)
+    frozen_ns = time.time_ns()
+    try:
+        taker = start_worker(s3_workspace, "B", "--lease", "3", env=env, log_dir=tmp_path)
+        assert taker.wait() == 0, taker.stderr()
+    finally:
+        frozen.process.kill()
+        frozen.process.wait()
+
+    first, second = read_runs(mark_dir)
+    print(f"\nfrozen worker: its processor stopped {(first.running_until_ns - frozen_ns) / 1e9:.2f} s after the freeze (lease 3 s); "
+          f"B started {(second.start_ns - first.running_until_ns) / 1e9:.2f} s later")
+    assert (first.worker, second.worker) == ("A", "B")
+    # A's last renewal was sent before the freeze: the lease ended within 3 s of it, and the processor before that.
+    assert first.running_until_ns < frozen_ns + 3e9
+    assert overlap_seconds([first, second]) == 0
+    assert taker.report()["processed"] == 1 and s3_backend.exists(layout.done_key(hash_))
+
+
 # --- stopping a worker -------------------------------------------------------------------------------------
 
 
