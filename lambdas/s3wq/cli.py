@@ -142,7 +142,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     def human(d: dict) -> str:
         lines = [f"{len(d['failures'])} failed groups"]
         for f in d["failures"]:
-            lines.append(f"{f['hash']}  attempts={f['attempts']}  {f['error']}")
+            lines.append(f"{f['hash']}  attempts={f['attempts']}  kind={f['kind']}  {f['error']}")
             lines.extend(f"    {p}" for p in f["paths"])
         return "\n".join(lines)
 

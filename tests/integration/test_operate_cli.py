@@ -112,7 +112,7 @@ def test_failures_json_lists_each_failed_group_with_its_paths_attempts_and_error
     assert set(failures) == finished_run.failed
     for hash_, failure in failures.items():
         assert failure["paths"] == list(finished_run.groups[hash_].paths)
-        assert failure["attempts"] == MAX_ATTEMPTS
+        assert (failure["attempts"], failure["kind"]) == (MAX_ATTEMPTS, "error")
         assert failure["error"] == f"operator_processors.UnreadableInput: cannot read {finished_run.broken_path[hash_]}"
         assert failure["worker_id"] == "ops-worker"
 
@@ -125,7 +125,7 @@ def test_failures_human_output_names_each_failed_group_its_paths_and_error(finis
     assert lines[0] == "2 failed groups"
     for hash_ in finished_run.failed:
         [headline] = [line for line in lines if line.startswith(hash_)]
-        assert f"attempts={MAX_ATTEMPTS}" in headline
+        assert f"attempts={MAX_ATTEMPTS}  kind=error" in headline  # a processor error, not a run out of time
         assert f"cannot read {finished_run.broken_path[hash_]}" in headline
         for path in finished_run.groups[hash_].paths:
             assert f"    {path}" in lines

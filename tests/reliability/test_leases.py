@@ -403,6 +403,6 @@ def test_waiting_for_a_lock_to_go_stale_sleeps_until_s3_will_call_it_stale(s3_ba
     print(f"\nwaiting for a 2 s lease on S3: taken over after {waited:.1f} s with {report.conflicts} conflicts")
     assert calls == [2] and report.reclaimed == 1
     # The lease (2 s) plus S3's clock resolution (up to 2 s) plus a little: not sooner, hardly later.
-    assert 2 < waited < 6
+    assert 2 < waited < 7
     # A few polls with backoff (a holder may finish early), never a request loop at the boundary.
     assert report.conflicts <= 6
