@@ -168,6 +168,8 @@ class WorkerStateMachine(Construct):
             # Progress is groups finished (done or failed), not groups remaining:
             # a populate that adds groups mid-round must not look like a stall.
             .when(sfn.Condition.number_greater_than_json_path("$.status.finished", "$.lastFinished"), next_round)
+            # Groups handed back (out of time: for a worker with more; a signal) need a fresh round, not a wait.
+            .when(sfn.Condition.number_greater_than("$.status.released", 0), next_round)
             .when(sfn.Condition.number_greater_than("$.status.locked", 0), wait_for_locks.next(next_round))
             .otherwise(summary)
         )

@@ -61,6 +61,7 @@ MIN_RUN_SECONDS = 0.5
 _RECHECK_SECONDS = 1.0
 _STALE_EPSILON_SECONDS = 0.05
 _CONFLICT_SETTLE_SECONDS = 1.0
+_CONFLICT_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -173,13 +174,16 @@ class ClaimProtocol:
         (None: unlimited), ``full_budget`` the most it can give any run.
         """
         key = layout.lock_key(hash_)
-        # One body for both rounds, so that a create of ours applied late is still recognised as ours.
+        # One body for both rounds, so that a create of ours applied late is
+        # still recognised as ours -- and its lease counted from the first send.
         body = self._new_body(1, budget)
+        first_sent_at = None
         # Two rounds: the lock can vanish between our failed create and our read.
         for _ in range(2):
             sent_at = clock.now()
+            first_sent_at = first_sent_at or sent_at
             try:
-                return Claim(hash_, self.backend.create(key, body.encode()), body, sent_at)
+                return Claim(hash_, self.backend.create(key, body.encode()), body, first_sent_at)
             except WriteConflict:
                 # Perhaps our own first try, not yet applied: give it a moment before reading.
                 time.sleep(_CONFLICT_SETTLE_SECONDS)
@@ -193,7 +197,7 @@ class ClaimProtocol:
             existing = LockBody.decode(current.body)
             if existing is not None and existing.owner == body.owner:
                 # Our create was applied and its response lost; the SDK's retry lost to it.
-                return Claim(hash_, current.etag, existing, sent_at)
+                return Claim(hash_, current.etag, existing, first_sent_at)
             if existing is not None and existing.state == FAILED:
                 return Finished()
             lease = self.foreign_lock_timeout if existing is None else existing.lease_seconds
@@ -218,19 +222,25 @@ class ClaimProtocol:
     def _write_over(self, key: str, body: LockBody, etag: str) -> str | None:
         """Replace the lock we read with ``body``; the new ETag, or None if another write got there first."""
         data = body.encode()
-        try:
-            return self.backend.replace(key, data, etag)
-        except WriteConflict:
-            time.sleep(_CONFLICT_SETTLE_SECONDS)
-        except (ObjectChanged, ObjectNotFound):
-            pass
-        # The SDK retries a request whose response was lost; if the first try
-        # was applied, the retry fails its If-Match against our own write.
-        try:
-            current = self.backend.read(key)
-        except ObjectNotFound:
-            return None
-        return current.etag if current.body == data else None
+        for _ in range(_CONFLICT_ROUNDS):
+            try:
+                return self.backend.replace(key, data, etag)
+            except WriteConflict:
+                time.sleep(_CONFLICT_SETTLE_SECONDS)
+            except (ObjectChanged, ObjectNotFound):
+                pass
+            # The SDK retries a request whose response was lost; if the first try
+            # was applied, the retry fails its If-Match against our own write.
+            try:
+                current = self.backend.read(key)
+            except ObjectNotFound:
+                return None
+            if current.body == data:
+                return current.etag
+            if current.etag != etag:
+                return None
+            # Unchanged: the 409 was a write of ours still in flight that did not apply. Again.
+        return None
 
     def _take_foreign(self, claim: Claim, read_sent_at: float) -> Claim | Held:
         """Keep a takeover of an unparseable lock only if no fresh olmocr lock can have been overwritten.

@@ -82,7 +82,7 @@ LAMBDA_DEFAULT_PROCESSOR = "text"
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
-def _number(environ: dict, name: str, default: float, kind: type, minimum: float) -> float:
+def _number(environ: dict, name: str, default: float, kind: type, minimum: float, maximum: float = math.inf) -> float:
     raw = environ.get(name)
     if raw is None or raw == "":
         return default
@@ -90,8 +90,9 @@ def _number(environ: dict, name: str, default: float, kind: type, minimum: float
         value = kind(raw)
     except ValueError:
         raise ConfigError(f"{name} must be a{'n integer' if kind is int else ' number'}, got {raw!r}") from None
-    if not math.isfinite(value) or value < minimum:
-        raise ConfigError(f"{name} must be a finite number of at least {minimum}, got {raw!r}")
+    if not math.isfinite(value) or not minimum <= value <= maximum:
+        bound = f"from {minimum:g} to {maximum:g}" if math.isfinite(maximum) else f"of at least {minimum:g}"
+        raise ConfigError(f"{name} must be a finite number {bound}, got {raw!r}")
     return value
 
 
@@ -131,7 +132,7 @@ class LambdaConfig:
             raise ConfigError(f"{ENV_STATE_MACHINE_ARN} is not a state machine ARN: {arn!r}")
         return cls(
             workspace=workspace,
-            lease=_number(environ, ENV_LEASE, DEFAULT_TIME_LIMIT_SECONDS, float, MIN_LEASE_SECONDS),
+            lease=_number(environ, ENV_LEASE, DEFAULT_TIME_LIMIT_SECONDS, float, MIN_LEASE_SECONDS, MAX_LEASE_SECONDS),
             foreign_lock_timeout=_number(environ, ENV_FOREIGN_LOCK_TIMEOUT, FOREIGN_LOCK_TIMEOUT_SECONDS, float, MIN_LEASE_SECONDS),
             max_attempts=int(_number(environ, ENV_MAX_ATTEMPTS, DEFAULT_MAX_ATTEMPTS, int, 1)),
             group_size=int(_number(environ, ENV_GROUP_SIZE, DEFAULT_GROUP_SIZE, int, 1)),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import signal
 import sys
 import time
@@ -49,13 +50,17 @@ def _libc():
 
 
 class KillTimer:
-    """``arm(at)`` kills this process at ``at`` (a :func:`clock.now` reading) unless ``disarm`` comes first."""
+    """``arm(at)`` sends ``signum`` to this process at ``at`` (a :func:`clock.now` reading) unless ``disarm`` comes first.
 
-    def __init__(self) -> None:
+    SIGKILL (the default) ends the process there and then; a process that
+    must act first (end its process group) asks for a signal it handles.
+    """
+
+    def __init__(self, signum: int = signal.SIGKILL) -> None:
         self._libc = _libc() if sys.platform.startswith("linux") and hasattr(time, "CLOCK_BOOTTIME") else None
         self._timer = ctypes.c_void_p()
         if self._libc is not None:
-            event = _SigEvent(None, signal.SIGKILL, _SIGEV_SIGNAL)
+            event = _SigEvent(None, signum, _SIGEV_SIGNAL)
             if self._libc.timer_create(time.CLOCK_BOOTTIME, ctypes.byref(event), ctypes.byref(self._timer)) != 0:
                 self._libc = None
 
@@ -74,8 +79,24 @@ class KillTimer:
         if self._libc.timer_settime(self._timer, _TIMER_ABSTIME, ctypes.byref(spec), None) != 0:
             raise OSError(ctypes.get_errno(), "timer_settime failed")
 
+    def close(self) -> None:
+        if self._libc is not None:
+            self._libc.timer_delete(self._timer)
+            self._libc = None
+
     def disarm(self) -> None:
         if self._libc is None:
             signal.setitimer(signal.ITIMER_REAL, 0)
             return
         self._libc.timer_settime(self._timer, 0, ctypes.byref(_ITimerSpec()), None)
+
+
+_process_timer: tuple[int, KillTimer] | None = None
+
+
+def process_kill_timer() -> KillTimer:
+    """This process's own SIGKILL timer, made once per process (a forked child gets its own)."""
+    global _process_timer
+    if _process_timer is None or _process_timer[0] != os.getpid():
+        _process_timer = (os.getpid(), KillTimer())
+    return _process_timer[1]

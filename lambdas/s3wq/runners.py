@@ -27,7 +27,7 @@ from typing import Protocol
 from . import clock
 from .backends import Backend
 from .index import Group
-from .killtimer import KillTimer
+from .killtimer import KillTimer, process_kill_timer
 from .lease import LeaseKeeper
 from .processors import Processor, ProcessorContext
 from .sandbox import ProcessorHost, Raised, Returned, one_line_error
@@ -78,6 +78,9 @@ class HostRunner:
     def run(self, group: Group, keeper: LeaseKeeper, *, deadline_epoch: float) -> RunEnd:
         if not self.host.start(self._wake):
             return Stopped(INTERRUPTED)
+        verdict = keeper.tick()  # a host restarted after a crash may have taken the lease's time
+        if verdict is not None:
+            return Stopped(verdict)
         reported = keeper.state.valid_until
         claim = keeper.claim
         self.host.run(
@@ -114,13 +117,12 @@ class InProcessRunner:
     def __init__(self, processor: Processor, backend: Backend):
         self.processor = processor
         self.backend = backend
-        self._kill_timer: KillTimer | None = None
 
-    def _kernel_timer(self) -> KillTimer | None:
-        """A kernel timer for this process, where the kernel keeps one on the lease clock (Linux)."""
-        if self._kill_timer is None:
-            self._kill_timer = KillTimer()
-        return self._kill_timer if self._kill_timer.kernel_clock else None
+    @staticmethod
+    def _kernel_timer() -> KillTimer | None:
+        """This process's kernel timer, where the kernel keeps one on the lease clock (Linux)."""
+        timer = process_kill_timer()
+        return timer if timer.kernel_clock else None
 
     def prepare(self) -> bool:
         return True
@@ -135,7 +137,11 @@ class InProcessRunner:
         def keep() -> None:
             nonlocal armed_for
             while not finished.wait(max(0.0, min(keeper.next_wakeup() - clock.now(), keeper.wait_slice))):
-                verdict = keeper.tick()
+                try:
+                    verdict = keeper.tick()
+                except BaseException:  # noqa: BLE001 -- a keeper that cannot keep the lease must not leave the processor running
+                    log.critical("group %s: the lease keeper failed; stopping the process", group.hash, exc_info=True)
+                    verdict = "keeper failed"
                 if verdict is not None and not finished.is_set():
                     log.critical("group %s: %s; stopping the process (an in-process processor cannot be stopped alone)", group.hash, verdict)
                     os.kill(os.getpid(), signal.SIGKILL)

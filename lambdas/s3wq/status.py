@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from . import layout
 from .backends import Backend
-from .bodies import FAILED, LockBody
+from .bodies import FAILED, RELEASED, LockBody
 from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from .errors import ObjectNotFound
 from .index import WorkIndex
@@ -69,7 +69,8 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
 
     A group is done if it has a done flag; failed if it has a failed flag or
     its lock is marked failed; locked if a live holder has it; pending
-    otherwise (a stale or released lock is pending: the next worker takes it).
+    otherwise (a stale or released lock is pending: the next worker takes it;
+    ``released`` counts the handed-back ones among them).
     The locks of groups with neither flag are read, in parallel: at any time
     there are about as many as there are workers.
     """
@@ -81,6 +82,7 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
     locks = read_locks(backend, unflagged, foreign_lock_timeout=foreign_lock_timeout)
     failed |= {h for h, lock in locks.items() if lock.failed}
     live = {h: lock for h, lock in locks.items() if lock.live}
+    released = [h for h, lock in locks.items() if lock.body is not None and lock.body.state == RELEASED]
     groups = len(hashes)
     finished = len(done) + len(failed)
     return {
@@ -92,6 +94,9 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
         "pending": groups - finished - len(live),
         "remaining": groups - finished,
         "finished": finished,
+        # Handed back (a run out of time, a signal, an operator): claimable
+        # now, and to the drain loop a reason for another round.
+        "released": len(released),
         # Whole seconds (Step Functions' Wait takes integers), rounded up, and
         # past the store's clock resolution: by then every live lock that is
         # not renewed is stale.

@@ -262,6 +262,10 @@ class Worker:
         self.report.stopped_reason = "queue_empty"
 
     def _work_on(self, group: Group, *, checked_failed: bool) -> str | Held:
+        # The processor host is ready before the claim: starting it (loading
+        # a model, say) must not come out of the group's lease.
+        if not self.runner.prepare():
+            return "interrupted"
         claimed = self.protocol.claim(group.hash, budget=self._budget(), full_budget=self.full_budget)
         if isinstance(claimed, Finished):
             self.report.already_finished += 1
@@ -329,16 +333,18 @@ class Worker:
             except BaseException:
                 # KeyboardInterrupt or SystemExit in an embedding program: the
                 # processor has stopped (the runner saw to it); give the group back.
+                keeper.settle()
                 self._hand_back(keeper.claim, INTERRUPTED, counted=False, error="interrupted")
                 raise
             keeper.settle()
             claim = keeper.claim
             self.report.renewals += keeper.renewals
             ran = time.monotonic() - run_started
-            if not isinstance(end, Stopped) and not keeper.state.held():
-                # The processor ended just as the lease did: a taker may be
-                # starting, and a record written now could land after its.
-                end = Stopped(EXPIRED)
+            if not keeper.state.held() and not (isinstance(end, Stopped) and end.reason in (LOST, EXPIRED)):
+                # The lock was taken (a renewal in flight said so), or the run
+                # ended just as the lease did: a taker may be starting, and a
+                # flag written now could land after its writes.
+                end = Stopped(LOST if keeper.state.lost else EXPIRED)
             if isinstance(end, Returned):
                 self.longest_group_seconds = max(self.longest_group_seconds, ran)
                 if self.protocol.mark_done(claim):

@@ -190,3 +190,16 @@ def test_too_many_failed_groups_fails_the_execution(stack):
     for fail in verdicts:
         assert graph.reaches(run_workers, fail), f"{fail} cannot follow a round"
     assert any(graph.states[name]["Type"] == "Succeed" for name in graph.reachable(run_workers)), "a drained queue cannot succeed"
+
+
+def test_groups_handed_back_in_a_round_without_progress_get_another_round_not_a_verdict(stack):
+    # A group stopped at a worker's deadline is handed back for a worker with more time: a fresh round.
+    graph = graph_of(stack)
+    run_workers = the_distributed_map(graph)
+    rules = [
+        rule
+        for name in loop_choices(graph, run_workers)
+        for rule in graph.states[name]["Choices"]
+        if rule.get("Variable") == "$.status.released" and rule.get("NumericGreaterThan") == 0
+    ]
+    assert len(rules) == 1 and graph.reaches(rules[0]["Next"], run_workers)

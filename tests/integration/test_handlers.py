@@ -384,7 +384,7 @@ def test_status_counts_each_state_of_the_queue(lambda_env, bucket, s3_backend):
 
     # The live lock's 900 s lease, in whole seconds, past S3's clock resolution.
     assert 895 <= result.pop("wait_seconds") <= 904
-    assert result == {"groups": 5, "paths": 9, "done": 1, "failed": 1, "locked": 1, "pending": 2, "remaining": 3, "finished": 2}
+    assert result == {"groups": 5, "paths": 9, "done": 1, "failed": 1, "locked": 1, "pending": 2, "remaining": 3, "finished": 2, "released": 0}
 
 
 def test_status_of_an_empty_workspace_is_all_zero(lambda_env):
@@ -397,5 +397,6 @@ def test_status_of_an_empty_workspace_is_all_zero(lambda_env):
         "pending": 0,
         "remaining": 0,
         "finished": 0,
+        "released": 0,
         "wait_seconds": 0,
     }

@@ -29,7 +29,7 @@ from s3wq.claims import ClaimProtocol
 
 from .conftest import HELPERS_DIR
 
-STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "pending", "remaining", "finished", "wait_seconds"}
+STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "pending", "remaining", "finished", "released", "wait_seconds"}
 FAILING_PROCESSOR = "operator_processors:fails_on_broken"
 BROKEN = b"BROKEN: the scanner jammed"
 MAX_ATTEMPTS = 2
@@ -363,8 +363,8 @@ def test_status_watch_json_prints_a_line_per_poll_until_a_running_worker_drains_
     polls = [json.loads(line) for line in (first + rest).splitlines()]
     assert len(polls) >= 2
     assert all(set(p) == STATUS_KEYS and p["groups"] == GROUPS for p in polls)
-    assert polls[0] == {"groups": GROUPS, "paths": GROUPS, "done": 0, "failed": 0, "locked": 0, "pending": GROUPS, "remaining": GROUPS, "finished": 0, "wait_seconds": 0}
-    assert polls[-1] == {"groups": GROUPS, "paths": GROUPS, "done": GROUPS, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": GROUPS + 0, "wait_seconds": 0}
+    assert polls[0] == {"groups": GROUPS, "paths": GROUPS, "done": 0, "failed": 0, "locked": 0, "pending": GROUPS, "remaining": GROUPS, "finished": 0, "released": 0, "wait_seconds": 0}
+    assert polls[-1] == {"groups": GROUPS, "paths": GROUPS, "done": GROUPS, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": GROUPS + 0, "released": 0, "wait_seconds": 0}
     # Only the last poll found the queue drained: the watch ended there.
     assert all(p["remaining"] > 0 for p in polls[:-1])
     assert [p["done"] for p in polls] == sorted(p["done"] for p in polls)
@@ -375,7 +375,7 @@ def test_status_watch_exits_1_when_failed_groups_remain(finished_run):
 
     assert result.returncode == 1, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
-        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "wait_seconds": 0}
+        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "released": 0, "wait_seconds": 0}
     ]
 
 
@@ -386,7 +386,7 @@ def test_status_watch_without_a_terminal_prints_plain_lines_ending_with_the_coun
     assert ANSI_ESCAPE not in result.stdout
     lines = result.stdout.splitlines()
     assert re.fullmatch(r"\s*\d+\.\ds  done 3/5  failed 2  locked 0  pending 0  .*", lines[0]), lines
-    assert lines[-1] == counts_line({"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "wait_seconds": 0})
+    assert lines[-1] == counts_line({"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "released": 0, "wait_seconds": 0})
 
 
 def run_in_terminal(*args: str, timeout: float = 60) -> tuple[int, str]:
@@ -424,7 +424,7 @@ def test_status_watch_in_a_terminal_draws_a_progress_bar_then_the_counts(finishe
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output)
     assert re.search(r"\b5/5\b", plain) and "failed 2" in plain, plain
     assert plain.rstrip().splitlines()[-1].strip() == counts_line(
-        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "wait_seconds": 0}
+        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "released": 0, "wait_seconds": 0}
     )
 
 

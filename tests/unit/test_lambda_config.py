@@ -112,8 +112,10 @@ def test_a_local_directory_is_a_workspace_too():
         pytest.param({ENV_MAX_ATTEMPTS: "0"}, ENV_MAX_ATTEMPTS, id="max-attempts-zero"),
         pytest.param({ENV_GROUP_SIZE: "0"}, ENV_GROUP_SIZE, id="group-size-zero"),
         pytest.param({ENV_GROUP_SIZE: "-4"}, ENV_GROUP_SIZE, id="group-size-negative"),
-        pytest.param({ENV_LEASE: "abc"}, ENV_LEASE, id="lock-timeout-word"),
-        pytest.param({ENV_LEASE: "0"}, ENV_LEASE, id="lock-timeout-zero"),
+        pytest.param({ENV_LEASE: "abc"}, ENV_LEASE, id="lease-word"),
+        pytest.param({ENV_LEASE: "0"}, ENV_LEASE, id="lease-zero"),
+        pytest.param({ENV_LEASE: "50000"}, ENV_LEASE, id="lease-over-12-hours"),
+        pytest.param({ENV_FOREIGN_LOCK_TIMEOUT: "-1"}, ENV_FOREIGN_LOCK_TIMEOUT, id="foreign-lock-timeout-negative"),
         pytest.param({ENV_AUTO_START: "maybe"}, ENV_AUTO_START, id="auto-start-maybe"),
         pytest.param({ENV_STATE_MACHINE_ARN: "s3wq-drain"}, ENV_STATE_MACHINE_ARN, id="arn-bare-name"),
         pytest.param(

@@ -153,7 +153,7 @@ def cli(tmp_path: Path, *args: str):
     return run_cli(*args, cwd=tmp_path)
 
 
-STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "pending", "remaining", "finished", "wait_seconds"}
+STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "pending", "remaining", "finished", "released", "wait_seconds"}
 WORK_KEYS = {"worker_id", "processed", "failed", "conflicts", "reclaimed", "stopped_reason"}
 
 
@@ -166,7 +166,7 @@ def test_cli_populate_status_work(tmp_path, inputs, local_workspace):
     assert status.returncode == 0, status.stderr
     doc = json.loads(status.stdout)
     assert set(doc) == STATUS_KEYS
-    assert doc == {"groups": 2, "paths": 4, "done": 0, "failed": 0, "locked": 0, "pending": 2, "remaining": 2, "finished": 0, "wait_seconds": 0}
+    assert doc == {"groups": 2, "paths": 4, "done": 0, "failed": 0, "locked": 0, "pending": 2, "remaining": 2, "finished": 0, "released": 0, "wait_seconds": 0}
 
     work = cli(tmp_path, "work", local_workspace, "--json", "--time-limit", "60", "--worker-id", "cli-worker", "--processor", "text")
     assert work.returncode == 0, work.stderr

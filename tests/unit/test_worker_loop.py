@@ -73,7 +73,7 @@ def test_a_group_fails_after_its_attempts_with_the_kind_of_failure_recorded(loca
     # The lock stays, marked failed, so that no worker starts the group over.
     assert LockBody.decode(local_backend.read(layout.lock_key(group.hash)).body).state == FAILED
     assert queue_status(local_backend) == {
-        "groups": 1, "paths": 2, "done": 0, "failed": 1, "locked": 0, "pending": 0, "remaining": 0, "finished": 1, "wait_seconds": 0
+        "groups": 1, "paths": 2, "done": 0, "failed": 1, "locked": 0, "pending": 0, "remaining": 0, "finished": 1, "released": 0, "wait_seconds": 0
     }
 
 

@@ -1,0 +1,49 @@
+"""Processors that misbehave towards their processor host (imported through PYTHONPATH by host processes).
+
+Each leaves the pid of anything it starts in the file named by
+S3WQ_TEST_PID_FILE, so a test can check that the process is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+
+
+def _record(pid: int) -> None:
+    with open(os.environ["S3WQ_TEST_PID_FILE"], "a") as f:
+        f.write(f"{pid}\n")
+
+
+def leaves_a_thread_working(group, ctx) -> None:
+    """Returns while a thread it started is still at work on the group."""
+    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+
+
+def raises_leaving_a_process(group, ctx) -> None:
+    """Raises while a process it started is still running."""
+    _record(subprocess.Popen(["sleep", "60"]).pid)
+    raise RuntimeError("gave up, but left a process running")
+
+
+def dies_leaving_a_forked_child(group, ctx) -> None:
+    """Forks a child that keeps every inherited descriptor open, then the host dies."""
+    child = os.fork()
+    if child == 0:
+        time.sleep(60)
+        os._exit(0)
+    _record(child)
+    os._exit(3)
+
+
+def hangs_with_a_process(group, ctx) -> None:
+    """Starts a process of its own, then runs until it is stopped."""
+    _record(subprocess.Popen(["sleep", "60"]).pid)
+    while True:
+        time.sleep(0.05)
+
+
+def quick(group, ctx) -> None:
+    pass
