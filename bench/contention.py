@@ -1,37 +1,32 @@
-"""Contention benchmark: W worker processes drain G groups on the local S3 endpoint.
+"""Contention: W workers drain G groups, s3wq beside the real olmocr queue, in the same run.
 
-For each W, two lock modes run one after the other on the same local S3
-server (emptied between runs), from the same starting state:
+Queues (``--queues``):
 
-* ``s3wq``: this library's Worker and its claim protocol (conditional
-  writes); worker i of W is told its index, as a Map item is.
-* ``check-then-put``: the seed's algorithm, re-implemented here from its
-  description. Each worker GETs the one index object, lists every done flag,
-  shuffles what is left and walks it: HEAD the done flag (skipped for hashes
-  in its done cache, which is empty at first and re-listed in full whenever
-  the worker meets a third finished group since its last claim or listing),
-  HEAD the lock (live unless older than the lock timeout by the worker's own
-  clock; a live lock drops the group for the rest of the run), PUT the lock
-  unconditionally, process, PUT the done flag, DELETE the lock.
+* ``s3wq``: this library's Worker; worker i of W is told its index, as a
+  Map item is (``--worker-index I --workers N``);
+* ``s3wq-unindexed``: the same without the index (``s3wq work`` as a user
+  starts it by hand: each worker picks a place from its id);
+* ``olmocr``: the published ``olmocr`` package's ``WorkQueue`` (see
+  ``olmocr_queue.py``), each worker with its own queue object as each
+  machine of an olmocr fleet has.
 
-The processor does no work (unless --work-ms): it only leaves a marker file
-per run of a group, so a group processed twice is counted, not guessed.
-Requests are counted by the workers' own boto3 clients (retries included),
-start-up included: each s3wq worker reads the catalog and a segment and lists
-that segment's flags once, so requests per group at large W and small G
-include a few per worker. With one worker the run is repeated at half the
-size; the difference is the per-group cost alone ("marginal").
+Endpoints (``--endpoints``): ``cpu`` is the local S3 server as it is, whose
+CPU is the bottleneck (a LIST page costs it far more than S3 charges in
+time); ``latency`` is the same server behind ``latency_proxy.py``, which
+makes each request wait as S3's do (lognormal, median 20 ms, p99 60 ms), so
+that time goes to waiting on the store, as on AWS.
 
-The local S3 server runs each PUT and DELETE alone (that is what makes moto's
-conditional writes atomic, as S3's are); both modes pay that cost. A LIST
-page is far dearer here than on S3: the server builds it in Python on the
-same two cores (about 70 ms of CPU for 400 keys, against about 3 ms for a
-PUT), so the seed's groups/s, bound by its listings, is lower here than it
-would be on S3. Requests per group do not depend on the endpoint.
+Every worker is a process of its own started at a barrier, up to
+``--threads-from`` workers; from there all of a run's workers are threads of
+one process. The processor sleeps ``--work-ms`` and leaves a marker file per
+run of a group, so duplicate processing is counted, not guessed. Requests
+are counted by each worker's own boto3 client, retries included; client CPU
+is the workers' process time; server CPU is the S3 server process's.
+The server is emptied between runs, and the queue order alternates.
 
-    .venv/bin/python bench/contention.py                               # W = 1, 8, 16, 32; both modes
-    .venv/bin/python bench/contention.py --workers 8 --groups 400 --lock-mode s3wq
-    .venv/bin/python bench/contention.py --workers 4 --groups 20 > contention.json
+    .venv/bin/python bench/contention.py                                     # the whole matrix (~20 minutes)
+    .venv/bin/python bench/contention.py --endpoints latency --workers 8 --work-ms 0
+    .venv/bin/python bench/contention.py --workers 1,3 --work-ms 0 --max-groups 12 > contention.json
 """
 
 from __future__ import annotations
@@ -40,33 +35,32 @@ import argparse
 import multiprocessing as mp
 import os
 import queue
-import random
 import sys
 import tempfile
 import threading
 import time
 import uuid
 from collections import Counter
-from datetime import datetime, timezone
 from pathlib import Path
 
-from botocore.exceptions import ClientError
-
 from common import WORKSPACE_PREFIX, emit, machine, positive_ints, reset_server, target
+from latency_proxy import LatencyProxy
+import olmocr_queue
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
 from s3wq.backends import S3Backend, make_s3_client, request_counts
-from s3wq.index import decode_groups, encode_groups, make_groups
 from s3wq.local_s3 import LocalS3
 
-S3WQ = "s3wq"
-CHECK_THEN_PUT = "check-then-put"
-MODES = (S3WQ, CHECK_THEN_PUT)
-# Far longer than any run: no lock goes stale, in either mode.
-LOCK_TIMEOUT_SECONDS = 600.0
-# The seed re-lists every done flag when it meets this many finished groups since its last claim or listing.
-SEED_RELIST_AFTER = 3
+S3WQ, UNINDEXED, OLMOCR = "s3wq", "s3wq-unindexed", "olmocr"
+QUEUES = (S3WQ, UNINDEXED, OLMOCR)
+CPU, LATENCY = "cpu", "latency"
+ENDPOINTS = (CPU, LATENCY)
+# Far longer than any run: no lock goes stale, in any queue.
+LEASE_SECONDS = 600.0
+SECONDS_PER_RUN = 4.0  # aimed at, for one worker on the latency endpoint
 TARGET_REQUESTS_PER_GROUP = 4.0
-TARGET_SPEEDUP = 1.3
+TARGET_LATENCY_SPEEDUP = 2.0
+TARGET_CPU_UNINDEXED_SPEEDUP = 1.3
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class Marker:
@@ -82,123 +76,100 @@ class Marker:
         Path(self.directory, f"{group.hash}.{uuid.uuid4().hex}").touch()
 
 
-class CheckThenPutWorker:
-    """The seed's queue (see the module docstring); its counters mirror WorkerReport's."""
-
-    def __init__(self, client, bucket: str, prefix: str, processor, *, lock_timeout: float, seed: str, max_groups: int | None = None):
-        self.s3 = client
-        self.bucket = bucket
-        self.prefix = prefix
-        self.processor = processor
-        self.lock_timeout = lock_timeout
-        self.max_groups = max_groups  # stop after this many (start.py stops after its first)
-        self.rng = random.Random(seed)
-        self.report = {"processed": 0, "conflicts": 0, "already_finished": 0, "listings": 0}
-
-    def _key(self, key: str) -> str:
-        return f"{self.prefix}/{key}"
-
-    def _exists(self, key: str) -> dict | None:
-        try:
-            return self.s3.head_object(Bucket=self.bucket, Key=self._key(key))
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return None
-            raise
-
-    def _done_hashes(self) -> set[str]:
-        self.report["listings"] += 1
-        found = set()
-        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(layout.DONE_PREFIX))
-        strip = len(self._key(""))
-        for page in pages:
-            for item in page.get("Contents", []):
-                hash_ = layout.hash_from_key(item["Key"][strip:], layout.DONE_PREFIX, layout.DONE_SUFFIX)
-                if hash_:
-                    found.add(hash_)
-        return found
-
-    def _lock_is_live(self, hash_: str) -> bool:
-        head = self._exists(layout.lock_key(hash_))
-        if head is None:
-            return False
-        # The worker's clock against S3's Last-Modified: the seed's staleness test.
-        return (datetime.now(timezone.utc) - head["LastModified"]).total_seconds() <= self.lock_timeout
-
-    def run(self) -> dict:
-        body = self.s3.get_object(Bucket=self.bucket, Key=self._key(layout.LEGACY_INDEX_KEY))["Body"].read()
-        groups = decode_groups(body, layout.LEGACY_INDEX_KEY)
-        finished_at_start = self._done_hashes()
-        todo = [g for g in groups if g.hash not in finished_at_start]
-        self.rng.shuffle(todo)
-        cache: set[str] = set()
-        finished_since_claim = 0
-        for group in todo:
-            if group.hash in cache or self._exists(layout.done_key(group.hash)) is not None:
-                self.report["already_finished"] += 1
-                finished_since_claim += 1
-                if finished_since_claim >= SEED_RELIST_AFTER:
-                    cache = self._done_hashes()
-                    finished_since_claim = 0
-                continue
-            if self._lock_is_live(group.hash):
-                self.report["conflicts"] += 1
-                continue
-            self.s3.put_object(Bucket=self.bucket, Key=self._key(layout.lock_key(group.hash)), Body=b"")
-            finished_since_claim = 0
-            self.processor(group)
-            self.s3.put_object(Bucket=self.bucket, Key=self._key(layout.done_key(group.hash)), Body=b"")
-            self.s3.delete_object(Bucket=self.bucket, Key=self._key(layout.lock_key(group.hash)))
-            self.report["processed"] += 1
-            if self.max_groups is not None and self.report["processed"] >= self.max_groups:
-                self.report["stopped_reason"] = "max_groups"
-                return self.report
-        self.report["stopped_reason"] = "queue_empty"
-        return self.report
+def groups_for(workers: int, work_ms: float, max_groups: int) -> int:
+    """Enough groups that each worker has about SECONDS_PER_RUN of work (a group costs ~0.1 s of S3 waits)."""
+    per_worker = max(4, int(SECONDS_PER_RUN / (work_ms / 1000 + 0.1)))
+    return max(2, min(max_groups, workers * per_worker))
 
 
-def _worker_process(mode: str, bucket: str, index: int, workers: int, processor: Marker, start, results) -> None:
+def drain(queue_name: str, client, bucket: str, index: int, workers: int, processor: Marker) -> dict:
+    """One worker of ``queue_name`` until the queue is empty; its report."""
+    if queue_name == OLMOCR:
+        return olmocr_queue.run_worker(client, f"s3://{bucket}/{WORKSPACE_PREFIX}", processor)
+    backend = S3Backend(s3_client=client, bucket=bucket, prefix=WORKSPACE_PREFIX)
+    position = index / workers if queue_name == S3WQ else None
+    return Worker(backend, processor, WorkerSettings(time_limit=LEASE_SECONDS), worker_id=f"w{index}", position=position).run().to_dict()
+
+
+def _processes_worker(queue_name: str, endpoint: str, bucket: str, index: int, workers: int, processor: Marker, start, results) -> None:
     try:
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+        if queue_name == OLMOCR:
+            olmocr_queue.work_queue_module()  # imported before the clock starts, as s3wq's modules are
         client = make_s3_client()  # after the fork: every worker has its own connections
         start.wait()
-        if mode == S3WQ:
-            backend = S3Backend(s3_client=client, bucket=bucket, prefix=WORKSPACE_PREFIX)
-            settings = WorkerSettings(time_limit=LOCK_TIMEOUT_SECONDS)
-            report = Worker(backend, processor, settings, worker_id=f"w{index}", position=index / workers).run().to_dict()
-        else:
-            report = CheckThenPutWorker(
-                client, bucket, WORKSPACE_PREFIX, processor, lock_timeout=LOCK_TIMEOUT_SECONDS, seed=f"w{index}"
-            ).run()
-        results.put({**report, "finished_at": time.monotonic(), "s3_requests": request_counts(client)})
+        cpu = time.process_time()
+        report = drain(queue_name, client, bucket, index, workers, processor)
+        results.put({**report, "finished_at": time.monotonic(), "cpu_seconds": time.process_time() - cpu, "s3_requests": request_counts(client)})
     except BaseException as exc:  # reported to the parent, which fails the run
-        start.abort()  # a parent still waiting at the barrier stops waiting
+        start.abort()
         results.put({"error": f"worker {index}: {type(exc).__name__}: {exc}"})
         raise
 
 
-def prepare(server: LocalS3, mode: str, groups: int) -> str:
-    """A fresh bucket holding ``groups`` one-path groups, in the layout each mode reads."""
+def _threads_worker(queue_name: str, endpoint: str, bucket: str, workers: int, processor: Marker, start, results) -> None:
+    """All of a run's workers as threads of this one process (for W in the hundreds)."""
+    try:
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+        if queue_name == OLMOCR:
+            olmocr_queue.work_queue_module()
+        clients = [make_s3_client() for _ in range(workers)]
+        reports: list[dict] = [{} for _ in range(workers)]
+
+        def one(i: int) -> None:
+            try:
+                reports[i] = {**drain(queue_name, clients[i], bucket, i, workers, processor), "finished_at": time.monotonic()}
+            except BaseException as exc:  # noqa: BLE001 -- reported with the others
+                reports[i] = {"error": f"worker {i}: {type(exc).__name__}: {exc}"}
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(workers)]
+        start.wait()
+        cpu = time.process_time()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        spent = time.process_time() - cpu
+        for i, report in enumerate(reports):
+            # The process's CPU, shared out evenly: threads have no CPU clock of their own worth summing.
+            results.put({**report, "cpu_seconds": spent / workers, "s3_requests": request_counts(clients[i])})
+    except BaseException as exc:
+        start.abort()
+        results.put({"error": f"{type(exc).__name__}: {exc}"})
+        raise
+
+
+def server_cpu_seconds(server: LocalS3) -> float:
+    fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+def prepare(server: LocalS3, queue_name: str, groups: int) -> str:
+    """A fresh bucket holding ``groups`` one-path groups, populated by the queue's own populate."""
     reset_server(server.endpoint)
     client = server.client()
     bucket = "bench-contention"
     client.create_bucket(Bucket=bucket)
-    backend = S3Backend(s3_client=client, bucket=bucket, prefix=WORKSPACE_PREFIX)
     paths = [f"s3://bench-inputs/doc-{n:07d}.pdf" for n in range(groups)]
-    if mode == S3WQ:
-        WorkIndex(backend).populate(paths, 1)
+    if queue_name == OLMOCR:
+        olmocr_queue.populate(client, f"s3://{bucket}/{WORKSPACE_PREFIX}", paths, 1)
     else:
-        # The seed reads one index object; s3wq's index rows are in its format.
-        backend.write(layout.LEGACY_INDEX_KEY, encode_groups(make_groups(paths, 1)))
+        WorkIndex(S3Backend(s3_client=client, bucket=bucket, prefix=WORKSPACE_PREFIX)).populate(paths, 1)
     return bucket
 
 
-def run_mode(server: LocalS3, mode: str, workers: int, groups: int, work_ms: float, timeout: float) -> dict:
-    bucket = prepare(server, mode, groups)
+def run_queue(server: LocalS3, endpoint: str, queue_name: str, workers: int, groups: int, work_ms: float, *, threads: bool, timeout: float) -> dict:
+    bucket = prepare(server, queue_name, groups)
     ctx = mp.get_context("fork")  # start-up is not measured; fork only makes the benchmark quicker
     with tempfile.TemporaryDirectory(prefix="s3wq-bench-") as markers:
         processor = Marker(markers, work_ms)
-        start, results = ctx.Barrier(workers + 1), ctx.Queue()
-        procs = [ctx.Process(target=_worker_process, args=(mode, bucket, i, workers, processor, start, results)) for i in range(workers)]
+        results = ctx.Queue()
+        if threads:
+            start = ctx.Barrier(2)
+            procs = [ctx.Process(target=_threads_worker, args=(queue_name, endpoint, bucket, workers, processor, start, results))]
+        else:
+            start = ctx.Barrier(workers + 1)
+            procs = [ctx.Process(target=_processes_worker, args=(queue_name, endpoint, bucket, i, workers, processor, start, results)) for i in range(workers)]
         for p in procs:
             p.start()
         deadline = time.monotonic() + timeout
@@ -206,12 +177,13 @@ def run_mode(server: LocalS3, mode: str, workers: int, groups: int, work_ms: flo
             try:
                 start.wait(timeout=timeout)
             except threading.BrokenBarrierError:
-                raise SystemExit(f"{mode} run failed: {results.get(timeout=10).get('error', 'a worker did not start')}") from None
-            began = time.monotonic()
+                raise SystemExit(f"{queue_name} run failed: {results.get(timeout=10).get('error', 'a worker did not start')}") from None
+            began, server_cpu = time.monotonic(), server_cpu_seconds(server)
             try:
-                reports = [results.get(timeout=max(0.0, deadline - time.monotonic())) for _ in procs]
+                reports = [results.get(timeout=max(0.0, deadline - time.monotonic())) for _ in range(workers)]
             except queue.Empty:
-                raise SystemExit(f"{mode} run with {workers} workers and {groups} groups took over {timeout:g} s (--timeout)") from None
+                raise SystemExit(f"{queue_name} run with {workers} workers and {groups} groups took over {timeout:g} s (--timeout)") from None
+            server_cpu = server_cpu_seconds(server) - server_cpu
             for p in procs:
                 p.join(timeout=max(1.0, deadline - time.monotonic()))
         finally:
@@ -220,7 +192,7 @@ def run_mode(server: LocalS3, mode: str, workers: int, groups: int, work_ms: flo
                     p.kill()
         errors = [r["error"] for r in reports if "error" in r]
         if errors:
-            raise SystemExit(f"{mode} run failed: {errors[0]}")
+            raise SystemExit(f"{queue_name} run failed: {errors[0]}")
         runs = Counter(name.split(".")[0] for name in os.listdir(markers))
     done = sum(1 for _ in S3Backend(s3_client=server.client(), bucket=bucket, prefix=WORKSPACE_PREFIX).list_keys(layout.DONE_PREFIX))
     wall = max(r["finished_at"] for r in reports) - began
@@ -228,114 +200,128 @@ def run_mode(server: LocalS3, mode: str, workers: int, groups: int, work_ms: flo
     for r in reports:
         requests.update(r["s3_requests"])
     total = sum(requests.values())
-    duplicates = sum(1 for n in runs.values() if n > 1)
     return {
+        "groups": groups,
         "wall_seconds": round(wall, 3),
-        "groups_per_second": round(groups / wall, 1),
+        "groups_per_second": round(groups / wall, 2),
         "requests_total": total,
         "requests_per_group": round(total / groups, 3),
         "requests_per_group_by_operation": {op: round(n / groups, 3) for op, n in sorted(requests.items())},
-        "requests_by_operation": dict(sorted(requests.items())),
-        # s3wq: a lock held by a live peer; check-then-put: a HEAD that found a live lock.
-        "claim_conflicts": sum(r["conflicts"] for r in reports),
-        # Groups found finished after all (s3wq: with the lock won; check-then-put: by HEAD or cache).
-        "already_finished": sum(r["already_finished"] for r in reports),
-        "listings": sum(r["listings"] for r in reports),
+        "client_cpu_ms_per_group": round(1000 * sum(r["cpu_seconds"] for r in reports) / groups, 2),
+        "server_cpu_ms_per_group": round(1000 * server_cpu / groups, 2),
         "groups_processed": len(runs),
         "groups_done": done,
-        "duplicate_processing": duplicates,
-        "duplicate_fraction": round(duplicates / groups, 4),
+        "duplicate_processing": sum(1 for n in runs.values() if n > 1),
         "extra_runs": sum(n - 1 for n in runs.values()),
     }
 
 
-def run(workers_list: list[int], groups: int, modes: list[str], work_ms: float, timeout: float) -> dict:
+def run(endpoints: list[str], workers_list: list[int], work_list: list[float], queues: list[str], *, max_groups: int, threads_from: int, timeout: float) -> dict:
     rows = []
+    flip = False
     with LocalS3() as server:
-        # Worker processes inherit the endpoint and the fake credentials.
-        os.environ.update(server.env())
-        for n, workers in enumerate(workers_list):
-            row: dict = {"workers": workers, "groups": groups}
-            # Alternate which mode goes first, so neither always meets a warmer server.
-            for mode in modes if n % 2 == 0 else list(reversed(modes)):
-                row[mode] = run_mode(server, mode, workers, groups, work_ms, timeout)
-                r = row[mode]
-                print(
-                    f"W={workers} G={groups} {mode}: {r['wall_seconds']} s, {r['requests_per_group']} requests/group, "
-                    f"{r['duplicate_processing']} duplicates",
-                    file=sys.stderr,
-                )
-            if workers == 1:
-                # Repeated at half the size: the difference is the per-group
-                # cost alone, without the fixed start-up requests.
-                for mode in modes:
-                    half = run_mode(server, mode, 1, groups // 2, work_ms, timeout)
-                    marginal = (row[mode]["requests_total"] - half["requests_total"]) / (groups - groups // 2)
-                    row[mode]["marginal_requests_per_group"] = round(marginal, 3)
-                    row[mode]["fixed_requests"] = round(row[mode]["requests_total"] - marginal * groups, 1)
-            if all(m in row for m in MODES):
-                ours, seed = row[S3WQ], row[CHECK_THEN_PUT]
-                row["ratio"] = {
-                    "groups_per_second": round(ours["groups_per_second"] / seed["groups_per_second"], 2),
-                    "requests_per_group": round(ours["requests_per_group"] / seed["requests_per_group"], 3),
-                }
-            rows.append(row)
+        os.environ.update(server.env())  # the fake credentials; the endpoint is set per run
+        proxy = LatencyProxy(server.endpoint) if LATENCY in endpoints else None
+        try:
+            if proxy is not None:
+                proxy.__enter__()
+            for endpoint_name in endpoints:
+                url = server.endpoint if endpoint_name == CPU else proxy.endpoint
+                for workers in workers_list:
+                    for work_ms in work_list:
+                        groups = groups_for(workers, work_ms, max_groups)
+                        row: dict = {"endpoint": endpoint_name, "workers": workers, "work_ms": work_ms, "groups": groups}
+                        flip = not flip
+                        for name in queues if flip else list(reversed(queues)):
+                            if name == UNINDEXED and workers == 1:
+                                continue  # one worker starts at the top either way
+                            row[name] = run_queue(server, url, name, workers, groups, work_ms, threads=workers >= threads_from, timeout=timeout)
+                            r = row[name]
+                            print(
+                                f"{endpoint_name} W={workers} work={work_ms:g} ms G={groups} {name}: {r['groups_per_second']} groups/s, "
+                                f"{r['requests_per_group']} requests/group, {r['duplicate_processing']} duplicates",
+                                file=sys.stderr,
+                            )
+                        if workers == 1:
+                            # Again at half the size: the difference is the per-group cost alone, without start-up.
+                            for name in [q for q in queues if q in row]:
+                                half = run_queue(server, url, name, 1, max(1, groups // 2), work_ms, threads=False, timeout=timeout)
+                                full_total = row[name]["requests_total"]
+                                marginal = (full_total - half["requests_total"]) / (groups - half["groups"])
+                                row[name]["marginal_requests_per_group"] = round(marginal, 3)
+                                row[name]["start_up_requests"] = round(full_total - marginal * groups, 1)
+                        if OLMOCR in row:
+                            row["ratio"] = {q: round(row[q]["groups_per_second"] / row[OLMOCR]["groups_per_second"], 2) for q in (S3WQ, UNINDEXED) if q in row}
+                        rows.append(row)
+        finally:
+            if proxy is not None:
+                proxy.__exit__(None, None, None)
     return {
         "benchmark": "contention",
         **machine(),
-        "endpoint": "local S3 (moto server; each PUT and DELETE runs alone)",
-        "processor": f"marker{f' + {work_ms:g} ms sleep' if work_ms else ''}",
+        "olmocr": olmocr_queue.OLMOCR_VERSION,
+        "endpoints": {CPU: "local S3 (moto server; each PUT and DELETE runs alone)", LATENCY: "the same behind latency_proxy.py: lognormal, median 20 ms, p99 60 ms"},
         "group_size": 1,
-        "lock_modes": modes,
+        "queues": queues,
         "runs": rows,
         "targets": targets(rows),
     }
 
 
+def _find(rows: list[dict], endpoint: str, workers: int, work_ms: float) -> dict | None:
+    return next((r for r in rows if (r["endpoint"], r["workers"], r["work_ms"]) == (endpoint, workers, work_ms)), None)
+
+
 def targets(rows: list[dict]) -> list[dict]:
     found = []
-    ours = [r[S3WQ] for r in rows if S3WQ in r]
-    contended = [r for r in rows if r["workers"] > 1]
+    ours = [r[q] for r in rows for q in (S3WQ, UNINDEXED) if q in r]
     if ours:
-        found.append(target("duplicate processing, s3wq, every W", max(o["duplicate_processing"] for o in ours), 0))
-    single = [r[S3WQ] for r in rows if r["workers"] == 1 and S3WQ in r]
+        found.append(target("duplicate processing, s3wq, every run", max(o["duplicate_processing"] for o in ours), 0))
+    single = [r[S3WQ] for r in rows if r["workers"] == 1 and S3WQ in r and "marginal_requests_per_group" in r[S3WQ]]
     if single:
-        found.append(target("S3 requests per group, uncontended (1 worker)", single[0]["requests_per_group"], TARGET_REQUESTS_PER_GROUP))
-        if "marginal_requests_per_group" in single[0]:
-            marginal = single[0]["marginal_requests_per_group"]
-            found.append(target("S3 requests per group, uncontended, start-up excluded", marginal, TARGET_REQUESTS_PER_GROUP))
-    ratios = [r["ratio"]["groups_per_second"] for r in contended if "ratio" in r]
-    if ratios:
-        found.append(target("groups/s over check-then-put, lowest contended W", min(ratios), TARGET_SPEEDUP, at_most=False, unit="x"))
+        name = "S3 requests per group, one worker, start-up excluded"
+        found.append(target(name, max(s["marginal_requests_per_group"] for s in single), TARGET_REQUESTS_PER_GROUP))
+    latency = _find(rows, LATENCY, 8, 0.0)
+    if latency and "ratio" in latency and S3WQ in latency["ratio"]:
+        found.append(target("groups/s over olmocr, latency endpoint, W=8, told their index", latency["ratio"][S3WQ], TARGET_LATENCY_SPEEDUP, at_most=False, unit="x"))
+    cpu = _find(rows, CPU, 8, 0.0)
+    if cpu and "ratio" in cpu and UNINDEXED in cpu["ratio"]:
+        found.append(target("groups/s over olmocr, CPU-bound endpoint, W=8, not told their index", cpu["ratio"][UNINDEXED], TARGET_CPU_UNINDEXED_SPEEDUP, at_most=False, unit="x"))
     return found
 
 
 def table(result: dict) -> list[list]:
     lines = []
     for row in result["runs"]:
-        for mode in result["lock_modes"]:
-            r = row[mode]
+        for name in result["queues"]:
+            if name not in row:
+                continue
+            r = row[name]
             lines.append([
-                row["workers"], row["groups"], mode, r["wall_seconds"], r["groups_per_second"], r["requests_per_group"],
-                r.get("marginal_requests_per_group", ""), r["claim_conflicts"], r["duplicate_processing"],
-                row.get("ratio", {}).get("groups_per_second", "") if mode == S3WQ else "",
+                row["endpoint"], row["workers"], row["work_ms"], row["groups"], name, r["groups_per_second"], r["requests_per_group"],
+                r["client_cpu_ms_per_group"], r["server_cpu_ms_per_group"], r["duplicate_processing"],
+                row.get("ratio", {}).get(name, ""),
             ])  # fmt: skip
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", type=positive_ints, default=[1, 8, 16, 32], help="comma-separated worker counts (default 1,8,16,32)")
-    parser.add_argument("--groups", type=int, default=400, help="groups per run (default 400)")
+    parser.add_argument("--endpoints", default=",".join(ENDPOINTS), help="cpu, latency or both (default both)")
+    parser.add_argument("--workers", type=positive_ints, default=[1, 8, 32, 100], help="comma-separated worker counts (default 1,8,32,100)")
+    parser.add_argument("--work-ms", default="0,50,500", help="comma-separated processing times per group in ms (default 0,50,500)")
+    parser.add_argument("--queues", default=",".join(QUEUES), help=f"comma-separated, of {', '.join(QUEUES)} (default all)")
+    parser.add_argument("--max-groups", type=int, default=1000, help="most groups per run (default 1000)")
+    parser.add_argument("--threads-from", type=int, default=64, help="from this many workers, run them as threads of one process (default 64)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds any one run may take before it is stopped (default 900)")
-    parser.add_argument("--lock-mode", choices=[*MODES, "both"], default="both")
-    parser.add_argument("--work-ms", type=float, default=0.0, help="simulated processing time per group (default 0)")
     args = parser.parse_args()
-    if args.groups < 2:
-        parser.error("--groups must be at least 2")
-    modes = list(MODES) if args.lock_mode == "both" else [args.lock_mode]
-    result = run(args.workers, args.groups, modes, args.work_ms, args.timeout)
-    header = ["W", "G", "mode", "wall s", "groups/s", "req/group", "marginal", "conflicts", "duplicates", "x baseline"]
+    endpoints = [e for e in args.endpoints.split(",") if e]
+    queues = [q for q in args.queues.split(",") if q]
+    if not set(endpoints) <= set(ENDPOINTS) or not set(queues) <= set(QUEUES):
+        parser.error(f"--endpoints takes {', '.join(ENDPOINTS)}; --queues takes {', '.join(QUEUES)}")
+    work = [float(w) for w in args.work_ms.split(",") if w]
+    result = run(endpoints, args.workers, work, queues, max_groups=args.max_groups, threads_from=args.threads_from, timeout=args.timeout)
+    header = ["endpoint", "W", "work ms", "G", "queue", "groups/s", "req/group", "client CPU ms/group", "server CPU ms/group", "duplicates", "x olmocr"]
     emit(result, table(result), header)
 
 

@@ -1,10 +1,11 @@
-"""Cost per million groups: s3wq beside the seed's check-then-put queue and SQS + Lambda.
+"""Cost per million groups: s3wq beside the real olmocr queue and SQS + Lambda.
 
 What is counted is the queue's own cost, not the processing (which is the
 same whichever queue hands out the groups):
 
-* s3wq and check-then-put: the workers' S3 requests per group, by operation,
-  as contention.py measured them; the status Lambda's listing once per round;
+* s3wq and olmocr: the workers' S3 requests per group, by operation, as
+  contention.py measured them (its runs with no processing time, on the
+  latency endpoint where there is one); the status Lambda's listing once per round;
   Step Functions transitions of the state machine (see below); worker Lambda
   requests; and *coordination time*, the Lambda GB-seconds a worker spends
   waiting on those S3 requests (requests x an assumed S3 latency).
@@ -25,7 +26,7 @@ Requests per group come from a contention.py JSON (--contention FILE) or,
 without one, from a small contention run started here.
 
     .venv/bin/python bench/cost.py --contention contention.json
-    .venv/bin/python bench/cost.py                                   # runs contention.py --workers 1,8 --groups 200 first
+    .venv/bin/python bench/cost.py                                   # runs a small contention.py first
     .venv/bin/python bench/cost.py --contention contention.json --s3-latency-ms 30 --group-seconds 10
 """
 
@@ -77,7 +78,7 @@ DEFAULT_WORKERS = 100
 SFN_PER_EXECUTION, SFN_PER_ROUND, SFN_PER_INVOCATION = 9, 4, 2
 SQS_REQUESTS_PER_MESSAGE = 3  # SendMessage, ReceiveMessage, DeleteMessage
 MILLION = 1_000_000
-CONTENTION_DEFAULT_ARGS = ["--workers", "1,8", "--groups", "200"]
+CONTENTION_DEFAULT_ARGS = ["--endpoints", "latency", "--workers", "1,8", "--work-ms", "0", "--max-groups", "200"]
 
 
 def s3_dollars(requests_by_operation: dict[str, float]) -> float:
@@ -143,9 +144,14 @@ def load_contention(path: str | None) -> dict:
 
 def run(contention: dict, latency_ms: float, group_seconds: float, workers: int) -> dict:
     rows = []
+    # Requests per group barely depend on the endpoint; where both were measured, S3's latency decides.
+    endpoints = {r["endpoint"] for r in contention["runs"]}
+    endpoint = "latency" if "latency" in endpoints else min(endpoints)
     for measured in contention["runs"]:
+        if measured["endpoint"] != endpoint or measured["work_ms"] != 0:
+            continue
         row: dict = {"contention_workers": measured["workers"], "contention_groups": measured["groups"]}
-        for mode in contention["lock_modes"]:
+        for mode in [q for q in contention["queues"] if q in measured]:
             by_operation = measured[mode]["requests_per_group_by_operation"]
             row[mode] = s3_queue(by_operation, latency_ms=latency_ms, group_seconds=group_seconds, workers=workers)
         row["sqs_lambda"] = sqs_lambda()
@@ -163,7 +169,7 @@ def run(contention: dict, latency_ms: float, group_seconds: float, workers: int)
             "worker_memory_mb": WORKER_MEMORY_MB,
             "worker_timeout_seconds": WORKER_TIMEOUT_SECONDS,
             "sqs_batch_size": 1,
-            "requests_from": f"contention.py, {contention.get('date', '?')}, {contention.get('endpoint', '?')}",
+            "requests_from": f"contention.py, {contention.get('date', '?')}, {endpoint} endpoint, no processing time",
         },
         "runs": rows,
     }

@@ -12,10 +12,10 @@ Measured, for each G:
   together at a barrier and stop after their first group: the requests all
   of them sent until each was ready, until they stopped, and the spread of
   their ready times. The groups they finish are put back afterwards.
-* ``seed``: the seed's start for comparison (the check-then-put worker of
-  contention.py): GET the one index object, list every done flag, then claim.
-  One worker is measured; its N-worker total is N times that, because every
-  seed worker makes the same listing (marked "computed").
+* ``olmocr``: the published olmocr queue's start for comparison (see
+  olmocr_queue.py): GET the one index object, list every done flag, then
+  claim. One worker is measured; its N-worker total is N times that, because
+  every olmocr worker makes the same listing (marked "computed").
 
 The 2x2 grid of sizes and worker counts shows how the total grows: if it is
 O(workers + groups/1000), the interaction term T(G2,N2) - T(G1,N2) - T(G2,N1)
@@ -24,7 +24,7 @@ The local server's LIST reads every key of the bucket, so seconds are
 pessimistic for listings; request counts are exact.
 
     .venv/bin/python bench/start.py                                   # G = 50,000 and 100,000; N = 50 and 100
-    .venv/bin/python bench/start.py --groups 2000 --workers 4 --no-seed
+    .venv/bin/python bench/start.py --groups 2000 --workers 4 --no-olmocr
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from common import WORKSPACE_PREFIX, emit, machine, peak_rss_mb, positive_ints, reset_server, target
-from contention import CheckThenPutWorker
+import olmocr_queue
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
 from s3wq.backends import S3Backend, make_s3_client, request_counts
 from s3wq.index import encode_groups
@@ -88,10 +88,7 @@ def _start_one(mode: str, bucket: str, index: int, workers: int, start, results)
             settings = WorkerSettings(time_limit=RUN_TIMEOUT_SECONDS)
             Worker(backend, first, settings, worker_id=f"w{index}", position=index / workers, remaining_time=first.remaining_time).run()
         else:
-            seed = CheckThenPutWorker(
-                client, bucket, WORKSPACE_PREFIX, first, lock_timeout=RUN_TIMEOUT_SECONDS, seed=f"w{index}", max_groups=1
-            )
-            seed.run()
+            olmocr_queue.run_worker(client, f"s3://{bucket}/{WORKSPACE_PREFIX}", first, max_groups=1)
         results.put({
             "began": began,
             "ready_seconds": None if first.ready_at is None else first.ready_at - began,
@@ -198,12 +195,12 @@ def prepare(server: LocalS3, groups: int) -> tuple[str, list]:
     return bucket, all_groups
 
 
-def seed_start(server: LocalS3, bucket: str, all_groups: list) -> dict:
-    """The seed's start on the same state: its one index object is written for it and removed after."""
+def olmocr_start(server: LocalS3, bucket: str, all_groups: list) -> dict:
+    """olmocr's start on the same state: its one index object (s3wq's rows are olmocr's format) is written for it and removed after."""
     backend = S3Backend(s3_client=server.client(), bucket=bucket, prefix=WORKSPACE_PREFIX)
     backend.write(layout.LEGACY_INDEX_KEY, encode_groups(all_groups))
     try:
-        one = lone_worker("check-then-put", bucket)
+        one = lone_worker("olmocr", bucket)
     finally:
         backend.delete(layout.LEGACY_INDEX_KEY)
     put_back(server.client(), bucket, [one["claimed"]])
@@ -238,10 +235,11 @@ def run(sizes: list[int], counts: list[int], with_seed: bool) -> dict:
                 entry["runs"].append(measured)
                 totals[groups, workers] = measured["requests_until_ready"]
             if with_seed:
-                print(f"G={groups:,}: the seed's start ...", file=sys.stderr)
-                seed = seed_start(server, bucket, all_groups)
+                print(f"G={groups:,}: olmocr's start ...", file=sys.stderr)
+                olmocr_queue.work_queue_module()  # installed before the clock starts
+                seed = olmocr_start(server, bucket, all_groups)
                 seed["computed_requests_until_ready"] = {str(n): n * seed["requests_until_ready"] for n in counts}
-                entry["seed"] = seed
+                entry["olmocr"] = seed
                 for n in counts:
                     seed_totals[groups, n] = n * seed["requests_until_ready"]
             per_size.append(entry)
@@ -254,8 +252,8 @@ def run(sizes: list[int], counts: list[int], with_seed: bool) -> dict:
         "scaling": {
             "totals_until_ready": {f"{g}x{n}": t for (g, n), t in sorted(totals.items())},
             "interaction": interaction(totals, sizes, counts),
-            "seed_totals_until_ready_computed": {f"{g}x{n}": t for (g, n), t in sorted(seed_totals.items())},
-            "seed_interaction_computed": interaction(seed_totals, sizes, counts) if with_seed else None,
+            "olmocr_totals_until_ready_computed": {f"{g}x{n}": t for (g, n), t in sorted(seed_totals.items())},
+            "olmocr_interaction_computed": interaction(seed_totals, sizes, counts) if with_seed else None,
         },
     }
     result["targets"] = targets(per_size, result["scaling"]["interaction"], sizes)
@@ -288,9 +286,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--groups", type=positive_ints, default=[50_000, 100_000], help="comma-separated sizes (default 50000,100000)")
     parser.add_argument("--workers", type=positive_ints, default=[50, 100], help="comma-separated worker counts (default 50,100)")
-    parser.add_argument("--no-seed", dest="seed", action="store_false", help="skip the seed's start")
+    parser.add_argument("--no-olmocr", dest="olmocr", action="store_false", help="skip olmocr's start")
     args = parser.parse_args()
-    result = run(sorted(args.groups), sorted(args.workers), args.seed)
+    result = run(sorted(args.groups), sorted(args.workers), args.olmocr)
     rows = []
     for entry in result["sizes"]:
         g, one = entry["groups"], entry["one_worker"]
@@ -299,12 +297,12 @@ def main() -> None:
         for r in entry["runs"]:
             per_worker = r["requests_per_worker_until_ready"]
             rows.append([g, r["workers"], "s3wq", r["requests_until_ready"], per_worker, r["ready_seconds_max"], ""])
-        if "seed" in entry:
-            seed = entry["seed"]
+        if "olmocr" in entry:
+            seed = entry["olmocr"]
             ready = seed["requests_until_ready"]
-            rows.append([g, 1, "seed", ready, ready, seed["ready_seconds"], seed["peak_rss_mb"]])
+            rows.append([g, 1, "olmocr", ready, ready, seed["ready_seconds"], seed["peak_rss_mb"]])
             for n, total in seed["computed_requests_until_ready"].items():
-                rows.append([g, int(n), "seed (computed)", total, ready, "", ""])
+                rows.append([g, int(n), "olmocr (computed)", total, ready, "", ""])
     emit(result, rows, ["groups", "workers", "mode", "requests to ready", "per worker", "ready s (max)", "peak RSS MB"])
 
 

@@ -116,8 +116,9 @@ class PowertoolsObserver(WorkerObserver):
         logger.info("group claimed", extra={"paths": len(group.paths), "reclaimed": claim.reclaimed})
 
     def group_finished(self, group: Group, claim: Claim, outcome: str, seconds: float) -> None:
-        logger.info("group finished", extra={"outcome": outcome, "seconds": round(seconds, 3)})
-        logger.remove_keys(["group_hash", "attempt"])
+        # Named explicitly, not through the appended keys: a group is often
+        # finished on a helper thread while the next one has started.
+        logger.info("group finished", extra={"group_hash": group.hash, "attempt": claim.attempt, "outcome": outcome, "seconds": round(seconds, 3)})
         if outcome == "done":
             metrics.add_metric(name="GroupsProcessed", unit=MetricUnit.Count, value=1)
             metrics.add_metric(name="GroupDuration", unit=MetricUnit.Milliseconds, value=round(seconds * 1000, 1))

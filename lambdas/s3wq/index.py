@@ -244,8 +244,12 @@ class WorkIndex:
         return refs
 
     def load(self, key: str) -> list[Group]:
-        """Groups of one segment (or olmocr's whole index); IndexCorrupt if undecodable."""
-        return decode_groups(self.backend.read(key).body, key)
+        """Groups of one segment (or olmocr's whole index); IndexCorrupt if undecodable or not what its key names."""
+        body = self.backend.read(key).body
+        if key.startswith(layout.INDEX_SEGMENTS_PREFIX) and hashlib.sha1(body).hexdigest() != key[len(layout.INDEX_SEGMENTS_PREFIX) :].removesuffix(".csv.zstd"):
+            # A segment's key is the SHA-1 of its body: anything else is damage, not an index.
+            raise IndexCorrupt(f"{key} does not hold the bytes its name is the SHA-1 of")
+        return decode_groups(body, key)
 
     def iter_groups(self) -> Iterator[Group]:
         seen: set[str] = set()

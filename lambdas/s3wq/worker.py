@@ -20,10 +20,12 @@ How a run ends, and what it costs the group:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import random
 import select
+import threading
 import time
 import uuid
 from collections import deque
@@ -33,10 +35,10 @@ from typing import Callable
 from . import clock, layout
 from .backends import Backend
 from .bodies import ERROR, INTERRUPTED, LOST, TIMEOUT
-from .claims import MIN_RUN_SECONDS, Claim, ClaimProtocol, Finished, Held, NotEnoughTime, timeout_counts
+from .claims import MIN_RUN_SECONDS, Claim, ClaimProtocol, Finished, Held, NotEnoughTime, enough_time, timeout_counts
 from .config import WorkerSettings
 from .index import Group, SegmentRef, WorkIndex
-from .lease import EXPIRED, LeaseKeeper
+from .lease import EXPIRED, LeaseKeeper, LeaseState
 from .processors import Processor
 from .runners import InProcessRunner, Runner, Stopped
 from .sandbox import Raised, Returned
@@ -65,6 +67,9 @@ class WorkerReport:
     lost_locks: int = 0
     renewals: int = 0
     listings: int = 0
+    # Seconds of waiting on the store (finishing a group, claiming the next)
+    # done while a processor ran, hidden behind it.
+    overlapped_seconds: float = 0.0
     stopped_reason: str = ""
 
     def to_dict(self) -> dict:
@@ -95,6 +100,71 @@ class _SegmentView:
     groups: list[Group]
     listed: bool
     finished: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)  # listed once, at load
+
+
+@dataclass
+class _Walk:
+    """Where a worker is in its walk over the index."""
+
+    refs: list[SegmentRef]
+    total_groups: int
+    spot: float  # where in [0, len(refs)) this worker entered
+    next_segment: int = 0
+    view: _SegmentView | None = None
+    ahead: deque = field(default_factory=deque)
+    waiting: dict[str, Group] = field(default_factory=dict)
+
+    @property
+    def first(self) -> int:
+        return int(self.spot)
+
+
+class _Ahead:
+    """What a worker does on a helper thread while its processor runs: finish the last group, claim the next."""
+
+    def __init__(self, *, finish: Callable[[], None] | None, prefetch: Callable[[], "tuple[Group, Claim] | None"]):
+        self._finish = finish
+        self._prefetch = prefetch
+        self._thread: threading.Thread | None = None
+        self._done = False
+        self._claimed: "tuple[Group, Claim] | None" = None
+        self._error: BaseException | None = None
+        self.seconds = 0.0
+        self.overlapped = False
+
+    def _work(self) -> None:
+        began = time.monotonic()
+        try:
+            if self._finish is not None:
+                self._finish()
+            self._claimed = self._prefetch()
+        except BaseException as exc:  # noqa: BLE001 -- raised again in the worker's own thread
+            self._error = exc
+        self.seconds = time.monotonic() - began
+        self._done = True
+
+    def start(self) -> None:
+        if self._thread is None and not self._done:
+            self._thread = threading.Thread(target=self._work, daemon=True, name="s3wq-ahead")
+            self._thread.start()
+
+    def ran(self, seconds: float) -> None:
+        """The processor ran this long: the helper's work was hidden behind it (at most this much of it)."""
+        self.overlapped = self._thread is not None
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def result(self, *, quiet: bool = False) -> "tuple[Group, Claim] | None":
+        """The claim made ahead (the work done now, here, if no run ever started it)."""
+        if self._thread is None and not self._done:
+            self._work()
+        self.wait()
+        if self._error is not None and not quiet:
+            raise self._error
+        return self._claimed
 
 
 class Worker:
@@ -135,6 +205,8 @@ class Worker:
         self.index = WorkIndex(backend)
         self.report = WorkerReport(worker_id=self.worker_id)
         self.longest_group_seconds = 0.0
+        # A group that returned, whose done flag and release wait for the next run to overlap.
+        self._deferred: Callable[[], None] | None = None
         # The most this worker can give one run: what it has left once ready
         # to claim (set in run). Its start-up -- the processor host, the index
         # -- is not time a group could have had.
@@ -147,14 +219,14 @@ class Worker:
         """How long a run started now may take: up to the deadline less the safety margin."""
         return self.remaining_time() - self.settings.effective_safety_margin
 
-    def has_time(self) -> bool:
-        return self._budget() >= max(self.longest_group_seconds, MIN_RUN_SECONDS)
+    def has_time(self, reserve: float = 0.0) -> bool:
+        return self._budget() - reserve >= max(self.longest_group_seconds, MIN_RUN_SECONDS)
 
-    def _stopping(self) -> bool:
+    def _stopping(self, reserve: float = 0.0) -> bool:
         if self.stop is not None and self.stop.requested:
             self.report.stopped_reason = "interrupted"
             return True
-        if not self.has_time():
+        if not self.has_time(reserve):
             self.report.stopped_reason = "time_limit"
             return True
         return False
@@ -174,39 +246,82 @@ class Worker:
             return self.report
         refs = self.index.segment_refs()
         self.full_budget = self._budget()
-        total_groups = sum(r.groups or 0 for r in refs)
-        spot = self.position * len(refs)
-        first = int(spot)
-        waiting: dict[str, Group] = {}
-        for n in range(len(refs)):
-            if self._stopping():
-                return self.report
-            view = self._load(refs[(first + n) % len(refs)], total_groups)
-            # Only the first segment is entered part-way, at this worker's spot.
-            cut = int((spot - first) * len(view.groups)) if n == 0 else 0
-            ahead = deque(view.groups[cut:] + view.groups[:cut])
-            while ahead:
-                group = ahead.popleft()
-                if group.hash in view.finished:
-                    continue
-                if self._stopping():
-                    return self.report
-                outcome = self._work_on(group, checked_failed=view.listed)
-                if isinstance(outcome, Held):
-                    waiting[group.hash] = group
-                elif outcome == "already_finished" and view.listed:
-                    # Our listing is out of date: peers have been finishing
-                    # groups here. One LIST now saves a lock round trip for
-                    # each of them.
-                    self._list_finished(view)
-                if outcome == "already_finished" or isinstance(outcome, Held):
-                    # We ran into a peer. Walking on would trail right behind
-                    # it, colliding at every step; jump somewhere random.
-                    ahead.rotate(-self.rng.randrange(len(ahead) or 1))
-        self._drain_waiting(waiting)
+        walk = _Walk(refs, total_groups=sum(r.groups or 0 for r in refs), spot=self.position * len(refs))
+        claimed = self._next_claim(walk)
+        while claimed is not None:
+            group, claim = claimed
+            claimed = self._attempt(group, claim, prefetch=lambda: self._next_claim(walk, reserve=self.longest_group_seconds))
+        self._finish_deferred()
+        if not (self.stop is not None and self.stop.requested) and self.report.stopped_reason != "time_limit":
+            self._drain_waiting(walk.waiting)
         if self.stop is not None and self.stop.requested:
             self.report.stopped_reason = "interrupted"
         return self.report
+
+    def _next_claim(self, walk: "_Walk", reserve: float | None = None) -> tuple[Group, Claim] | None:
+        """Walk on to the next group this worker can claim, and claim it; None once the walk is over.
+
+        ``reserve``, for a claim made ahead while a group runs, is the time
+        this worker still owes that group: a claim is made only if there is
+        time for both.
+        """
+        ahead_of_a_run = reserve is not None
+        reserve = reserve or 0.0
+        while True:
+            if walk.view is None or not walk.ahead:
+                if walk.next_segment >= len(walk.refs):
+                    return None
+                if self._stopping(reserve):
+                    return None
+                n = walk.next_segment
+                walk.next_segment += 1
+                walk.view = self._load(walk.refs[(walk.first + n) % len(walk.refs)], walk.total_groups)
+                # Only the first segment is entered part-way, at this worker's spot.
+                cut = int((walk.spot - walk.first) * len(walk.view.groups)) if n == 0 else 0
+                walk.ahead = deque(walk.view.groups[cut:] + walk.view.groups[:cut])
+                continue
+            view, ahead = walk.view, walk.ahead
+            group = ahead.popleft()
+            if group.hash in view.finished:
+                continue
+            if self._stopping(reserve):
+                return None
+            outcome = self._claim_group(group, checked_failed=view.listed, reserve=reserve, host_in_use=ahead_of_a_run)
+            if isinstance(outcome, Claim):
+                return group, outcome
+            if isinstance(outcome, Held):
+                walk.waiting[group.hash] = group
+            elif outcome == "already_finished" and view.listed:
+                # Our listing is out of date: peers have been finishing
+                # groups here. One LIST now saves a lock round trip for
+                # each of them.
+                self._list_finished(view)
+            if outcome == "already_finished" or isinstance(outcome, Held):
+                # We ran into a peer. Walking on would trail right behind
+                # it, colliding at every step: jump into the largest
+                # stretch left that nobody has finished, near its middle.
+                self._jump_into_largest_gap(ahead, view.finished)
+
+    def _jump_into_largest_gap(self, ahead: deque, finished: set[str]) -> None:
+        """Rotate ``ahead`` to a point near the middle of its longest run of unfinished groups.
+
+        Peers that collide split what is left between them, as work stealing
+        halves the largest interval: collisions grow with the log of the
+        groups, not with the groups. The point is drawn from the middle third
+        so that two workers colliding at once do not land on the same group.
+        """
+        best_start, best_length, start, length = 0, 0, 0, 0
+        for i, group in enumerate(ahead):
+            if group.hash in finished:
+                length = 0
+                continue
+            if length == 0:
+                start = i
+            length += 1
+            if length > best_length:
+                best_start, best_length = start, length
+        if best_length:
+            ahead.rotate(-(best_start + int(best_length * self.rng.uniform(1 / 3, 2 / 3))))
 
     def _load(self, ref: SegmentRef, total_groups: int) -> _SegmentView:
         groups = self.index.load(ref.key)
@@ -216,13 +331,20 @@ class Worker:
         listed = ref.groups is None or (total_groups / 16 ** len(ref.prefix)) / _LIST_PAGE <= max(1.0, ref.groups / _LISTING_GROUPS_PER_PAGE)
         view = _SegmentView(ref, groups, listed)
         if listed:
+            view.failed = self._listed_hashes(layout.FAILED_PREFIX, view.ref.prefix, layout.FAILED_SUFFIX)
             self._list_finished(view)
         return view
 
     def _list_finished(self, view: _SegmentView) -> None:
+        """Re-read which groups of the segment are done (one LIST).
+
+        Failed flags are listed once, when the segment is loaded: a group that
+        fails later keeps its lock marked failed, which turns a claim away for
+        the price of the claim, while a second LIST on every re-listing would
+        cost every worker a request for groups that are rarely there.
+        """
         self.report.listings += 1
-        view.finished = self._listed_hashes(layout.DONE_PREFIX, view.ref.prefix, layout.DONE_SUFFIX)
-        view.finished |= self._listed_hashes(layout.FAILED_PREFIX, view.ref.prefix, layout.FAILED_SUFFIX)
+        view.finished = self._listed_hashes(layout.DONE_PREFIX, view.ref.prefix, layout.DONE_SUFFIX) | view.failed
 
     def _listed_hashes(self, prefix: str, hash_prefix: str, suffix: str) -> set[str]:
         found = set()
@@ -262,11 +384,21 @@ class Worker:
         self.report.stopped_reason = "queue_empty"
 
     def _work_on(self, group: Group, *, checked_failed: bool) -> str | Held:
+        """Claim one group and run it, then and there (the drain phase: no claim ahead)."""
+        claimed = self._claim_group(group, checked_failed=checked_failed)
+        if isinstance(claimed, Claim):
+            self._attempt(group, claimed)
+            return "worked"
+        return claimed
+
+    def _claim_group(self, group: Group, *, checked_failed: bool, reserve: float = 0.0, host_in_use: bool = False) -> Claim | str | Held:
+        """Take the group's lock and check it is not done; a Claim, or why not."""
         # The processor host is ready before the claim: starting it (loading
-        # a model, say) must not come out of the group's lease.
-        if not self.runner.prepare():
+        # a model, say) must not come out of the group's lease. (A claim made
+        # ahead is made while the host runs a group: it is up.)
+        if not host_in_use and not self.runner.prepare():
             return "interrupted"
-        claimed = self.protocol.claim(group.hash, budget=self._budget(), full_budget=self.full_budget)
+        claimed = self.protocol.claim(group.hash, budget=self._budget() - reserve, full_budget=self.full_budget)
         if isinstance(claimed, Finished):
             self.report.already_finished += 1
             return "already_finished"
@@ -290,7 +422,7 @@ class Worker:
             self.report.already_finished += 1
             self._release(claimed)
             return "already_finished"
-        return self._attempt(group, claimed)
+        return claimed
 
     def _release(self, claim: Claim) -> None:
         if not self.protocol.release(claim):
@@ -308,26 +440,90 @@ class Worker:
         self.observer.group_finished(group, claim, "failed", clock.now() - started)
         return "failed"
 
-    def _attempt(self, group: Group, claim: Claim) -> str:
+    def _attempt(self, group: Group, claim: Claim, *, prefetch: Callable[[], "tuple[Group, Claim] | None"] | None = None) -> "tuple[Group, Claim] | None":
+        """Run one group to its end, retrying it here while attempts and time allow.
+
+        With ``prefetch`` (the main walk) the worker pipelines: while the
+        processor runs, a helper thread finishes the previous group -- its done
+        flag and lock release, deferred to now -- and claims the next group
+        ahead of time, which is returned. The group just run is finished the
+        same way, during the next one. Every step is the one the sequential
+        worker takes, in the same order for each group; only the waiting on
+        the store overlaps the processing. At most one claim is made ahead,
+        and its lease is checked again when its run starts.
+        """
+        if prefetch is None:
+            self._run_group(group, claim, None)
+            return None
+        ahead = _Ahead(finish=self._take_deferred(), prefetch=prefetch)
+        try:
+            self._run_group(group, claim, ahead)
+        except BaseException:
+            self._give_back_ahead(ahead.result(quiet=True))
+            raise
+        claimed = ahead.result()
+        if ahead.overlapped:
+            self.report.overlapped_seconds = round(self.report.overlapped_seconds + ahead.seconds, 3)
+        if claimed is not None and self.stop is not None and self.stop.requested:
+            self._give_back_ahead(claimed)
+            return None
+        return claimed
+
+    def _give_back_ahead(self, claimed: "tuple[Group, Claim] | None") -> None:
+        if claimed is not None:
+            self._hand_back(claimed[1], INTERRUPTED, counted=False, error="claimed ahead, never run")
+
+    def _take_deferred(self) -> Callable[[], None] | None:
+        deferred, self._deferred = self._deferred, None
+        return deferred
+
+    def _finish_deferred(self) -> None:
+        deferred = self._take_deferred()
+        if deferred is not None:
+            deferred()
+
+    def _finish(self, group: Group, claim: Claim, lease: LeaseState, started: float) -> None:
+        """Record a run that returned: done flag, then the lock released -- while the lease still holds."""
+        if not lease.held():
+            self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
+            return
+        if self.protocol.mark_done(claim):
+            self.report.processed += 1
+        else:
+            self.report.already_finished += 1
+        self._release(claim)
+        self.observer.group_finished(group, claim, "done", clock.now() - started)
+
+    def _run_group(self, group: Group, claim: Claim, ahead: "_Ahead | None") -> None:
         started = clock.now()
         while True:
             if claim.attempt > self.settings.max_attempts:
                 # Taken over from a holder that vanished on the last allowed attempt.
                 error = "worker lost (killed, or its lease ran out) on every attempt"
-                return self._fail(group, claim, error, started, outcome=LOST, attempts=claim.attempt - 1)
+                self._fail(group, claim, error, started, outcome=LOST, attempts=claim.attempt - 1)
+                return
             if self._budget() < MIN_RUN_SECONDS:
                 # Claiming took what time we had (a foreign takeover pauses): give it back unrun.
                 self._hand_back(claim, TIMEOUT, counted=False, error="claimed with no time left to run it")
-                return "released"
+                return
+            budget = self._budget()
+            if not enough_time(claim.body.needs_seconds, budget, self.full_budget):
+                # Claimed ahead, and the run before took what this group needs.
+                self.report.not_enough_time += 1
+                self._hand_back(claim, TIMEOUT, counted=False, error=claim.body.error)
+                return
             self.observer.group_started(group, claim)
             # Durations in awake time (time.monotonic stops while the machine
             # sleeps): a laptop that slept through a run did not need longer.
             run_started = time.monotonic()
-            stop_at = clock.now() + self._budget()
+            stop_at = clock.now() + budget
             keeper = LeaseKeeper(self.protocol, claim, stop_at=stop_at)
             if not keeper.state.held():
-                # Claimed too long ago (a pause since): a taker may be starting.
-                return self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
+                # Claimed too long ago (a pause since, or a claim made ahead of a long run): a taker may be starting.
+                self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
+                return
+            if ahead is not None:
+                ahead.start()
             try:
                 end = self.runner.run(group, keeper, deadline_epoch=clock.epoch_at(stop_at))
             except BaseException:
@@ -338,8 +534,13 @@ class Worker:
                 raise
             keeper.settle()
             claim = keeper.claim
-            self.report.renewals += keeper.renewals
             ran = time.monotonic() - run_started
+            if ahead is not None:
+                ahead.ran(ran)
+            # Bookkeeping after the helper is done: the two threads never count at once.
+            if ahead is not None:
+                ahead.wait()
+            self.report.renewals += keeper.renewals
             if not keeper.state.held() and not (isinstance(end, Stopped) and end.reason in (LOST, EXPIRED)):
                 # The lock was taken (a renewal in flight said so), or the run
                 # ended just as the lease did: a taker may be starting, and a
@@ -347,34 +548,34 @@ class Worker:
                 end = Stopped(LOST if keeper.state.lost else EXPIRED)
             if isinstance(end, Returned):
                 self.longest_group_seconds = max(self.longest_group_seconds, ran)
-                if self.protocol.mark_done(claim):
-                    self.report.processed += 1
+                if ahead is not None:
+                    self._deferred = functools.partial(self._finish, group, claim, keeper.state, started)
                 else:
-                    self.report.already_finished += 1
-                self._release(claim)
-                self.observer.group_finished(group, claim, "done", clock.now() - started)
-                return "done"
+                    self._finish(group, claim, keeper.state, started)
+                return
             if isinstance(end, Stopped):
-                return self._stopped(group, claim, end, ran, started)
+                self._stopped(group, claim, end, ran, started, budget=budget)
+                return
             assert isinstance(end, Raised)
             self.longest_group_seconds = max(self.longest_group_seconds, ran)
             log.warning("group %s attempt %d failed: %s", group.hash, claim.attempt, end.error)
             if claim.attempt >= self.settings.max_attempts:
-                return self._fail(group, claim, end.error, started)
+                self._fail(group, claim, end.error, started)
+                return
             self.report.retried += 1
             if not self.has_time():
                 # Out of time: hand the group back with its count so that
                 # another worker can retry it without waiting for staleness.
                 self._hand_back(claim, ERROR, counted=True, error=end.error)
                 self.observer.group_finished(group, claim, "released", clock.now() - started)
-                return "released"
+                return
             next_claim = self.protocol.next_attempt(claim, end.error, budget=self._budget())
             if next_claim is None:
                 self.report.lost_locks += 1
-                return "released"
+                return
             claim = next_claim
 
-    def _stopped(self, group: Group, claim: Claim, end: Stopped, ran: float, started: float) -> str:
+    def _stopped(self, group: Group, claim: Claim, end: Stopped, ran: float, started: float, *, budget: float | None = None) -> str:
         if end.reason == INTERRUPTED:
             self.report.interrupted += 1
             self._hand_back(claim, INTERRUPTED, counted=False, error="stopped by a signal")
@@ -382,7 +583,8 @@ class Worker:
             return "interrupted"
         if end.reason == TIMEOUT:
             self.report.timed_out += 1
-            counted = timeout_counts(claim.body.budget_seconds, self.full_budget)
+            # What this run had, not what the claim expected: a claim made ahead waits for the run before it.
+            counted = timeout_counts(budget, self.full_budget)
             needs = max(ran, claim.body.needs_seconds or 0.0, MIN_RUN_SECONDS)
             error = f"ran out of time: stopped after {ran:.1f} s (this worker could give it {self.full_budget:.1f} s at most)"
             log.warning("group %s: %s", group.hash, error)

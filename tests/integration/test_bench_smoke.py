@@ -44,7 +44,7 @@ def run_bench(script: str, *args: str) -> dict:
 @pytest.fixture(scope="module")
 def contention_json(tmp_path_factory) -> Path:
     """One tiny contention run, shared by its own test and the cost test that reads it."""
-    result = run_bench("contention.py", "--workers", "1,3", "--groups", "12")
+    result = run_bench("contention.py", "--workers", "1,3", "--work-ms", "0", "--max-groups", "12")
     path = tmp_path_factory.mktemp("bench") / "contention.json"
     path.write_text(json.dumps(result))
     return path
@@ -60,19 +60,21 @@ def test_every_benchmark_has_help_with_an_example(script):
 def test_contention_processes_every_group_and_s3wq_none_twice(contention_json):
     result = json.loads(contention_json.read_text())
 
-    assert result["lock_modes"] == ["s3wq", "check-then-put"]
-    assert [r["workers"] for r in result["runs"]] == [1, 3]
+    assert result["queues"] == ["s3wq", "s3wq-unindexed", "olmocr"]
+    assert result["olmocr"] == "0.4.27"  # the published package, not a stand-in
+    assert [(r["endpoint"], r["workers"]) for r in result["runs"]] == [("cpu", 1), ("cpu", 3), ("latency", 1), ("latency", 3)]
     for row in result["runs"]:
-        for mode in result["lock_modes"]:
-            run = row[mode]
+        queues = ["s3wq", "olmocr"] + (["s3wq-unindexed"] if row["workers"] > 1 else [])
+        for name in queues:
+            run = row[name]
             assert run["groups_processed"] == run["groups_done"] == 12
-            assert {"wall_seconds", "groups_per_second", "requests_per_group", "requests_by_operation", "claim_conflicts"} <= set(run)
+            assert {"groups_per_second", "requests_per_group_by_operation", "client_cpu_ms_per_group", "server_cpu_ms_per_group"} <= set(run)
         assert row["s3wq"]["duplicate_processing"] == 0
-        assert set(row["ratio"]) == {"groups_per_second", "requests_per_group"}
-    uncontended = result["runs"][0]["s3wq"]
-    # PUT lock, HEAD done flag, PUT done flag, DELETE lock.
-    assert uncontended["marginal_requests_per_group"] == 4.0
-    assert {t["target"] for t in result["targets"]} >= {"duplicate processing, s3wq, every W"}
+        assert set(row["ratio"]) == set(queues) - {"olmocr"}
+    for uncontended in (row["s3wq"] for row in result["runs"] if row["workers"] == 1):
+        # PUT lock, HEAD done flag, PUT done flag, DELETE lock.
+        assert uncontended["marginal_requests_per_group"] == 4.0
+    assert {t["target"] for t in result["targets"]} >= {"duplicate processing, s3wq, every run"}
 
 
 def test_populate_adds_each_path_once_and_writes_the_same_index_on_both_backends():
@@ -95,7 +97,7 @@ def test_start_gives_each_worker_its_own_group_and_costs_the_same_at_every_size(
         assert size["done"] == size["groups"] // 2
         for run in size["runs"]:
             assert run["distinct_groups_claimed"] == run["workers"]
-        assert size["seed"]["requests_until_ready"] > 0
+        assert size["olmocr"]["requests_until_ready"] > 0
     one_worker = [size["one_worker"]["requests_until_ready"] for size in result["sizes"]]
     assert one_worker[0] == one_worker[1]
     assert result["scaling"]["interaction"] is not None
@@ -115,7 +117,7 @@ def test_cost_prices_every_queue_from_a_contention_result(contention_json):
 
     assert result["prices_as_of"]
     for row in result["runs"]:
-        assert set(row) >= {"s3wq", "check-then-put", "sqs_lambda"}
-        assert all(row[q]["dollars_total"] > 0 for q in ("s3wq", "check-then-put", "sqs_lambda"))
+        assert set(row) >= {"s3wq", "olmocr", "sqs_lambda"}
+        assert all(row[q]["dollars_total"] > 0 for q in ("s3wq", "olmocr", "sqs_lambda"))
         # Three SQS requests and one Lambda request per group.
         assert row["sqs_lambda"]["dollars_total"] == 1.4

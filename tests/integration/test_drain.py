@@ -15,6 +15,7 @@ from pathlib import Path
 
 
 from support import run_cli
+from s3wq.backends import S3Backend
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
 
 from .workers import recorded_calls, run_workers
@@ -90,14 +91,20 @@ def test_a_worker_with_an_out_of_date_listing_relists_after_one_finished_group(s
     hashes = {g.hash for g in WorkIndex(s3_backend).iter_groups()}
     processed = []
 
-    def peers_finish_everything_else(group, ctx):
-        # Stands in for peers that finish every other group while this worker handles its first.
-        if not processed:
-            for other in hashes - {group.hash}:
-                ctx.backend.write(layout.done_key(other), b"{}")
-        processed.append(group.hash)
+    class PeersFinishEverythingElse(S3Backend):
+        """Stands in for peers that finish every other group just after this worker claims its first."""
 
-    report = Worker(s3_backend, peers_finish_everything_else, WorkerSettings(time_limit=60), worker_id="late").run()
+        def create(self, key, body):
+            etag = super().create(key, body)
+            if key.startswith(layout.LOCKS_PREFIX) and not processed and not hasattr(self, "done"):
+                self.done = True
+                first = layout.hash_from_key(key, layout.LOCKS_PREFIX, layout.LOCK_SUFFIX)
+                for other in hashes - {first}:
+                    self.write(layout.done_key(other), b"{}")
+            return etag
+
+    backend = PeersFinishEverythingElse(s3_client=s3_client, bucket=bucket, prefix="ws")
+    report = Worker(backend, lambda group, ctx: processed.append(group.hash), WorkerSettings(time_limit=60), worker_id="late").run()
 
     assert len(processed) == 1
     history = s3_client.list_object_versions(Bucket=bucket, Prefix="ws/worker_locks/")

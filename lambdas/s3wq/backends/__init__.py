@@ -31,16 +31,32 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
+# Up to this size a PUT goes out whole, without first asking "Expect:
+# 100-continue": a lock, a flag or a catalog is far smaller than one round
+# trip's worth of bandwidth, so waiting for the server's go-ahead only adds
+# that round trip (measured on the local S3 server: 10.5 ms a PUT with it,
+# 5.4 ms without). Bigger bodies (index segments) keep asking.
+SMALL_BODY_BYTES = 64 * 1024
+
+
+def _send_small_bodies_at_once(request: Any, **_: Any) -> None:
+    body = request.body
+    if isinstance(body, (bytes, bytearray)) and len(body) <= SMALL_BODY_BYTES:
+        request.headers.pop("Expect", None)  # not a signed header (botocore leaves it out of SigV4)
+
+
 def make_s3_client() -> Any:
     """A boto3 S3 client with standard retries; honours AWS_ENDPOINT_URL like every AWS SDK.
 
     It counts the HTTP requests it sends, by operation, retries included:
-    see :func:`request_counts`.
+    see :func:`request_counts`. Checksums are computed for uploads only where
+    S3 requires them: s3wq's objects are small, and its index segments carry
+    their own (their key is the SHA-1 of their body, checked on every read).
     """
     import boto3
     from botocore.config import Config
 
-    config = Config(retries={"mode": "standard", "max_attempts": 8}, max_pool_connections=32)
+    config = Config(retries={"mode": "standard", "max_attempts": 8}, max_pool_connections=32, request_checksum_calculation="when_required")
     client = boto3.client("s3", config=config)
     counts: Counter = Counter()
 
@@ -48,6 +64,7 @@ def make_s3_client() -> Any:
         counts[event_name.rsplit(".", 1)[-1]] += 1
 
     client.meta.events.register("before-send.s3", count)
+    client.meta.events.register("before-send.s3.PutObject", _send_small_bodies_at_once)
     client.meta.s3wq_request_counts = counts
     return client
 
