@@ -18,8 +18,10 @@ that time goes to waiting on the store, as on AWS.
 
 Every worker is a process of its own started at a barrier, up to
 ``--threads-from`` workers; from there all of a run's workers are threads of
-one process. The processor sleeps ``--work-ms`` and leaves a marker file per
-run of a group, so duplicate processing is counted, not guessed. Requests
+one process. The processor (``bench_processor.py``) sleeps ``--work-ms`` and
+leaves a marker file per run of a group, so duplicate processing is counted,
+not guessed; s3wq runs it in a processor host, as ``s3wq work`` does, and
+olmocr in the worker, as its pipeline does. Requests
 are counted by each worker's own boto3 client, retries included; client CPU
 is the workers' process time; server CPU is the S3 server process's.
 The server is emptied between runs, and the queue order alternates.
@@ -39,16 +41,18 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
+import bench_processor
 from common import WORKSPACE_PREFIX, emit, machine, positive_ints, reset_server, target
 from latency_proxy import LatencyProxy
 import olmocr_queue
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
-from s3wq.backends import S3Backend, make_s3_client, request_counts
+from s3wq.backends import S3Backend, counting_requests, make_s3_client, request_counts
 from s3wq.local_s3 import LocalS3
+from s3wq.runners import HostRunner
+from s3wq.sandbox import ProcessorHost
 
 S3WQ, UNINDEXED, OLMOCR = "s3wq", "s3wq-unindexed", "olmocr"
 QUEUES = (S3WQ, UNINDEXED, OLMOCR)
@@ -61,45 +65,57 @@ TARGET_REQUESTS_PER_GROUP = 4.0
 TARGET_LATENCY_SPEEDUP = 2.0
 TARGET_CPU_UNINDEXED_SPEEDUP = 1.3
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PROCESSOR = "bench_processor:mark"
 
 
-class Marker:
-    """The processor: sleeps ``work_ms``, then leaves one marker file per run of a group."""
-
-    def __init__(self, directory: str, work_ms: float):
-        self.directory = directory
-        self.work_ms = work_ms
-
-    def __call__(self, group, _ctx=None) -> None:
-        if self.work_ms:
-            time.sleep(self.work_ms / 1000)
-        Path(self.directory, f"{group.hash}.{uuid.uuid4().hex}").touch()
-
-
-def groups_for(workers: int, work_ms: float, max_groups: int) -> int:
+def groups_for(workers: int, work_ms: float, max_groups: int, per_worker: int | None = None) -> int:
     """Enough groups that each worker has about SECONDS_PER_RUN of work (a group costs ~0.1 s of S3 waits)."""
-    per_worker = max(4, int(SECONDS_PER_RUN / (work_ms / 1000 + 0.1)))
+    per_worker = per_worker or max(4, int(SECONDS_PER_RUN / (work_ms / 1000 + 0.1)))
     return max(2, min(max_groups, workers * per_worker))
 
 
-def drain(queue_name: str, client, bucket: str, index: int, workers: int, processor: Marker) -> dict:
+def client_for(queue_name: str):
+    """Each queue's own S3 client: s3wq's, and for olmocr the default boto3 client its pipeline makes."""
+    if queue_name == OLMOCR:
+        import boto3
+
+        return counting_requests(boto3.client("s3"))
+    return make_s3_client()
+
+
+def make_runner(queue_name: str, bucket: str) -> HostRunner | None:
+    """s3wq's processor runs in a processor host, as under ``s3wq work`` (started before the clock)."""
+    if queue_name == OLMOCR:
+        return None
+    host = ProcessorHost(PROCESSOR, f"s3://{bucket}/{WORKSPACE_PREFIX}")
+    host.start()
+    return HostRunner(host)
+
+
+def drain(queue_name: str, client, bucket: str, index: int, workers: int, runner: HostRunner | None) -> dict:
     """One worker of ``queue_name`` until the queue is empty; its report."""
     if queue_name == OLMOCR:
-        return olmocr_queue.run_worker(client, f"s3://{bucket}/{WORKSPACE_PREFIX}", processor)
+        # olmocr's pipeline runs its processing in the worker itself.
+        return olmocr_queue.run_worker(client, f"s3://{bucket}/{WORKSPACE_PREFIX}", bench_processor.mark)
     backend = S3Backend(s3_client=client, bucket=bucket, prefix=WORKSPACE_PREFIX)
     position = index / workers if queue_name == S3WQ else None
-    return Worker(backend, processor, WorkerSettings(time_limit=LEASE_SECONDS), worker_id=f"w{index}", position=position).run().to_dict()
+    try:
+        worker = Worker(backend, None, WorkerSettings(time_limit=LEASE_SECONDS), runner=runner, worker_id=f"w{index}", position=position)
+        return worker.run().to_dict()
+    finally:
+        runner.host.close()
 
 
-def _processes_worker(queue_name: str, endpoint: str, bucket: str, index: int, workers: int, processor: Marker, start, results) -> None:
+def _processes_worker(queue_name: str, endpoint: str, bucket: str, index: int, workers: int, start, results) -> None:
     try:
         os.environ["AWS_ENDPOINT_URL"] = endpoint
         if queue_name == OLMOCR:
             olmocr_queue.work_queue_module()  # imported before the clock starts, as s3wq's modules are
-        client = make_s3_client()  # after the fork: every worker has its own connections
+        client = client_for(queue_name)  # after the fork: every worker has its own connections
+        runner = make_runner(queue_name, bucket)
         start.wait()
         cpu = time.process_time()
-        report = drain(queue_name, client, bucket, index, workers, processor)
+        report = drain(queue_name, client, bucket, index, workers, runner)
         results.put({**report, "finished_at": time.monotonic(), "cpu_seconds": time.process_time() - cpu, "s3_requests": request_counts(client)})
     except BaseException as exc:  # reported to the parent, which fails the run
         start.abort()
@@ -107,18 +123,19 @@ def _processes_worker(queue_name: str, endpoint: str, bucket: str, index: int, w
         raise
 
 
-def _threads_worker(queue_name: str, endpoint: str, bucket: str, workers: int, processor: Marker, start, results) -> None:
+def _threads_worker(queue_name: str, endpoint: str, bucket: str, workers: int, start, results) -> None:
     """All of a run's workers as threads of this one process (for W in the hundreds)."""
     try:
         os.environ["AWS_ENDPOINT_URL"] = endpoint
         if queue_name == OLMOCR:
             olmocr_queue.work_queue_module()
-        clients = [make_s3_client() for _ in range(workers)]
+        clients = [client_for(queue_name) for _ in range(workers)]
+        runners = [make_runner(queue_name, bucket) for _ in range(workers)]
         reports: list[dict] = [{} for _ in range(workers)]
 
         def one(i: int) -> None:
             try:
-                reports[i] = {**drain(queue_name, clients[i], bucket, i, workers, processor), "finished_at": time.monotonic()}
+                reports[i] = {**drain(queue_name, clients[i], bucket, i, workers, runners[i]), "finished_at": time.monotonic()}
             except BaseException as exc:  # noqa: BLE001 -- reported with the others
                 reports[i] = {"error": f"worker {i}: {type(exc).__name__}: {exc}"}
 
@@ -162,14 +179,14 @@ def run_queue(server: LocalS3, endpoint: str, queue_name: str, workers: int, gro
     bucket = prepare(server, queue_name, groups)
     ctx = mp.get_context("fork")  # start-up is not measured; fork only makes the benchmark quicker
     with tempfile.TemporaryDirectory(prefix="s3wq-bench-") as markers:
-        processor = Marker(markers, work_ms)
+        os.environ.update({bench_processor.MARK_DIR_ENV: markers, bench_processor.WORK_MS_ENV: str(work_ms)})
         results = ctx.Queue()
         if threads:
             start = ctx.Barrier(2)
-            procs = [ctx.Process(target=_threads_worker, args=(queue_name, endpoint, bucket, workers, processor, start, results))]
+            procs = [ctx.Process(target=_threads_worker, args=(queue_name, endpoint, bucket, workers, start, results))]
         else:
             start = ctx.Barrier(workers + 1)
-            procs = [ctx.Process(target=_processes_worker, args=(queue_name, endpoint, bucket, i, workers, processor, start, results)) for i in range(workers)]
+            procs = [ctx.Process(target=_processes_worker, args=(queue_name, endpoint, bucket, i, workers, start, results)) for i in range(workers)]
         for p in procs:
             p.start()
         deadline = time.monotonic() + timeout
@@ -209,6 +226,10 @@ def run_queue(server: LocalS3, endpoint: str, queue_name: str, workers: int, gro
         "requests_per_group_by_operation": {op: round(n / groups, 3) for op, n in sorted(requests.items())},
         "client_cpu_ms_per_group": round(1000 * sum(r["cpu_seconds"] for r in reports) / groups, 2),
         "server_cpu_ms_per_group": round(1000 * server_cpu / groups, 2),
+        # s3wq: a lock held by a live peer / a lock won on a group a peer had finished / LISTs of done flags.
+        "conflicts": sum(r.get("conflicts", 0) for r in reports),
+        "already_finished": sum(r.get("already_finished", 0) for r in reports),
+        "listings": sum(r.get("listings", 0) for r in reports),
         "groups_processed": len(runs),
         "groups_done": done,
         "duplicate_processing": sum(1 for n in runs.values() if n > 1),
@@ -216,7 +237,10 @@ def run_queue(server: LocalS3, endpoint: str, queue_name: str, workers: int, gro
     }
 
 
-def run(endpoints: list[str], workers_list: list[int], work_list: list[float], queues: list[str], *, max_groups: int, threads_from: int, timeout: float) -> dict:
+def run(
+    endpoints: list[str], workers_list: list[int], work_list: list[float], queues: list[str], *,
+    max_groups: int, per_worker: int | None, threads_from: int, timeout: float,
+) -> dict:
     rows = []
     flip = False
     with LocalS3() as server:
@@ -229,7 +253,7 @@ def run(endpoints: list[str], workers_list: list[int], work_list: list[float], q
                 url = server.endpoint if endpoint_name == CPU else proxy.endpoint
                 for workers in workers_list:
                     for work_ms in work_list:
-                        groups = groups_for(workers, work_ms, max_groups)
+                        groups = groups_for(workers, work_ms, max_groups, per_worker)
                         row: dict = {"endpoint": endpoint_name, "workers": workers, "work_ms": work_ms, "groups": groups}
                         flip = not flip
                         for name in queues if flip else list(reversed(queues)):
@@ -312,6 +336,7 @@ def main() -> None:
     parser.add_argument("--work-ms", default="0,50,500", help="comma-separated processing times per group in ms (default 0,50,500)")
     parser.add_argument("--queues", default=",".join(QUEUES), help=f"comma-separated, of {', '.join(QUEUES)} (default all)")
     parser.add_argument("--max-groups", type=int, default=1000, help="most groups per run (default 1000)")
+    parser.add_argument("--groups-per-worker", type=int, help="groups per worker (default: about 4 s of work for each)")
     parser.add_argument("--threads-from", type=int, default=64, help="from this many workers, run them as threads of one process (default 64)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds any one run may take before it is stopped (default 900)")
     args = parser.parse_args()
@@ -320,7 +345,9 @@ def main() -> None:
     if not set(endpoints) <= set(ENDPOINTS) or not set(queues) <= set(QUEUES):
         parser.error(f"--endpoints takes {', '.join(ENDPOINTS)}; --queues takes {', '.join(QUEUES)}")
     work = [float(w) for w in args.work_ms.split(",") if w]
-    result = run(endpoints, args.workers, work, queues, max_groups=args.max_groups, threads_from=args.threads_from, timeout=args.timeout)
+    result = run(
+        endpoints, args.workers, work, queues, max_groups=args.max_groups, per_worker=args.groups_per_worker, threads_from=args.threads_from, timeout=args.timeout
+    )
     header = ["endpoint", "W", "work ms", "G", "queue", "groups/s", "req/group", "client CPU ms/group", "server CPU ms/group", "duplicates", "x olmocr"]
     emit(result, table(result), header)
 

@@ -39,10 +39,13 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+import boto3
+
 from common import WORKSPACE_PREFIX, emit, machine, peak_rss_mb, positive_ints, reset_server, target
 import olmocr_queue
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
-from s3wq.backends import S3Backend, make_s3_client, request_counts
+from s3wq.worker import WorkerObserver
+from s3wq.backends import S3Backend, counting_requests, make_s3_client, request_counts
 from s3wq.index import encode_groups
 from s3wq.local_s3 import LocalS3
 
@@ -55,8 +58,12 @@ SEED_THREADS = 16
 BUCKET_PREFIX = "bench-start"
 
 
-class FirstClaim:
-    """The processor: records when and after how many requests the worker got its first group."""
+class FirstClaim(WorkerObserver):
+    """Records when and after how many requests the worker got its first group.
+
+    For s3wq it is the worker's observer, told when a group starts -- before
+    the worker begins claiming the next one ahead; for olmocr, its processor.
+    """
 
     def __init__(self, client):
         self.client = client
@@ -64,11 +71,14 @@ class FirstClaim:
         self.requests: dict[str, int] = {}
         self.hash: str | None = None
 
-    def __call__(self, group, _ctx=None) -> None:
+    def group_started(self, group, claim=None) -> None:
         if self.ready_at is None:
             self.ready_at = time.monotonic()
             self.requests = request_counts(self.client)
             self.hash = group.hash
+
+    def __call__(self, group, _ctx=None) -> None:
+        self.group_started(group)
 
     def remaining_time(self) -> float:
         # After the first group the worker sees no time left and stops.
@@ -77,7 +87,7 @@ class FirstClaim:
 
 def _start_one(mode: str, bucket: str, index: int, workers: int, start, results) -> None:
     try:
-        client = make_s3_client()
+        client = make_s3_client() if mode == "s3wq" else counting_requests(boto3.client("s3"))  # olmocr's own default client
         first = FirstClaim(client)
         rss_before = peak_rss_mb()
         if start is not None:
@@ -86,7 +96,10 @@ def _start_one(mode: str, bucket: str, index: int, workers: int, start, results)
         if mode == "s3wq":
             backend = S3Backend(s3_client=client, bucket=bucket, prefix=WORKSPACE_PREFIX)
             settings = WorkerSettings(time_limit=RUN_TIMEOUT_SECONDS)
-            Worker(backend, first, settings, worker_id=f"w{index}", position=index / workers, remaining_time=first.remaining_time).run()
+            Worker(
+                backend, lambda group, ctx: None, settings, worker_id=f"w{index}", position=index / workers,
+                remaining_time=first.remaining_time, observer=first,
+            ).run()
         else:
             olmocr_queue.run_worker(client, f"s3://{bucket}/{WORKSPACE_PREFIX}", first, max_groups=1)
         results.put({

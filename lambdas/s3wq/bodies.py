@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import uuid
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
@@ -32,6 +33,9 @@ INTERRUPTED = "interrupted"  # SIGINT or SIGTERM: the operator stopped the worke
 OPERATOR = "operator"  # released by `s3wq release-locks` for a worker known to be dead
 REQUEUED = "requeued"  # put back by `s3wq requeue-failed`
 OUTCOMES = (ERROR, TIMEOUT, LOST, INTERRUPTED, OPERATOR, REQUEUED)
+
+
+_HASH_RE = re.compile(r"[0-9a-f]{40}")
 
 
 class Unparseable(ValueError):
@@ -84,6 +88,13 @@ def _number(doc: dict, name: str, low: float, high: float, *, optional: bool = F
     return float(value)
 
 
+def _hash(doc: dict, name: str) -> str | None:
+    value = _string(doc, name, optional=True)
+    if value is not None and not _HASH_RE.fullmatch(value):
+        raise Unparseable(f"{name} must be a group hash")
+    return value
+
+
 def _whole(doc: dict, name: str, low: int, high: int) -> int:
     value = _number(doc, name, low, high)
     if not value.is_integer():
@@ -114,6 +125,11 @@ class LockBody:
     outcome: str | None = None
     counted: bool = False
     needs_seconds: float | None = None
+    # Claimed ahead, while the worker still ran the group with this hash under
+    # this claim's owner token: if the holder vanished before finishing that
+    # claim, this one never ran.
+    behind: str | None = None
+    behind_owner: str | None = None
     error: str | None = None
     # Unique to this write: an s3wq lock's ETag is never equal to an earlier
     # one, and finding these exact bytes stored means this write was applied.
@@ -166,6 +182,8 @@ class LockBody:
                 outcome=outcome,
                 counted=counted,
                 needs_seconds=_number(doc, "needs_seconds", 0, _MAX_DURATION_SECONDS, optional=True),
+                behind=_hash(doc, "behind"),
+                behind_owner=_string(doc, "behind_owner", optional=True),
                 error=None if error is None else error[:MAX_ERROR_CHARS],
                 write_id=_string(doc, "write_id"),
             )

@@ -73,6 +73,7 @@ class Claim:
     body: LockBody
     sent_at: float
     reclaimed: bool = False  # taken over from a holder whose lease ran out
+    created: bool = False  # a lock that did not exist before: giving it back unrun is deleting it
 
     @property
     def attempt(self) -> int:
@@ -149,8 +150,10 @@ class ClaimProtocol:
         self.foreign_lock_timeout = foreign_lock_timeout
         self.clock_resolution = getattr(backend, "clock_resolution_seconds", 0.0)
 
-    def _new_body(self, attempt: int, budget: float | None, previous: LockBody | None = None) -> LockBody:
+    def _new_body(self, attempt: int, budget: float | None, previous: LockBody | None = None, behind: "Claim | None" = None) -> LockBody:
         return LockBody(
+            behind=None if behind is None else behind.hash,
+            behind_owner=None if behind is None else behind.owner,
             owner=f"{self.worker_id}:{uuid.uuid4().hex}",
             worker_id=self.worker_id,
             attempt=attempt,
@@ -166,24 +169,26 @@ class ClaimProtocol:
         return max(0.0, lease - age) + self.clock_resolution + _STALE_EPSILON_SECONDS
 
     def claim(
-        self, hash_: str, *, budget: float | None = None, full_budget: float | None = None
+        self, hash_: str, *, budget: float | None = None, full_budget: float | None = None, behind: "Claim | None" = None
     ) -> Claim | Held | Finished | NotEnoughTime:
         """Take the group's lock if it is free, released or stale; otherwise say why not.
 
         ``budget`` is how long this worker can give the run it would start now
-        (None: unlimited), ``full_budget`` the most it can give any run.
+        (None: unlimited), ``full_budget`` the most it can give any run;
+        ``behind`` is the claim the worker is still running, for a claim made
+        ahead of its run.
         """
         key = layout.lock_key(hash_)
         # One body for both rounds, so that a create of ours applied late is
         # still recognised as ours -- and its lease counted from the first send.
-        body = self._new_body(1, budget)
+        body = self._new_body(1, budget, behind=behind)
         first_sent_at = None
         # Two rounds: the lock can vanish between our failed create and our read.
         for _ in range(2):
             sent_at = clock.now()
             first_sent_at = first_sent_at or sent_at
             try:
-                return Claim(hash_, self.backend.create(key, body.encode()), body, first_sent_at)
+                return Claim(hash_, self.backend.create(key, body.encode()), body, first_sent_at, created=True)
             except WriteConflict:
                 # Perhaps our own first try, not yet applied: give it a moment before reading.
                 time.sleep(_CONFLICT_SETTLE_SECONDS)
@@ -197,7 +202,7 @@ class ClaimProtocol:
             existing = LockBody.decode(current.body)
             if existing is not None and existing.owner == body.owner:
                 # Our create was applied and its response lost; the SDK's retry lost to it.
-                return Claim(hash_, current.etag, existing, first_sent_at)
+                return Claim(hash_, current.etag, existing, first_sent_at, created=True)
             if existing is not None and existing.state == FAILED:
                 return Finished()
             lease = self.foreign_lock_timeout if existing is None else existing.lease_seconds
@@ -208,7 +213,12 @@ class ClaimProtocol:
                 return NotEnoughTime(needs_seconds=existing.needs_seconds or 0.0)
             # An unparseable (olmocr) lock carries no count; its run is presumed lost.
             attempt = 2 if existing is None else existing.next_attempt
-            takeover = self._new_body(attempt, budget, existing)
+            if stale and existing is not None and existing.behind is not None and not self._finished_by(existing.behind, existing.behind_owner):
+                # Claimed ahead by a holder that vanished while the group in
+                # front was still running: this one never ran, so its claim
+                # used no attempt (the group in front pays for the loss).
+                attempt = existing.attempt
+            takeover = self._new_body(attempt, budget, existing, behind)
             sent_at = clock.now()
             etag = self._write_over(key, takeover, current.etag)
             if etag is None:
@@ -218,6 +228,17 @@ class ClaimProtocol:
                 return self._take_foreign(claim, read_sent_at)
             return claim
         return Held(stale_in=_RECHECK_SECONDS)
+
+    def _finished_by(self, hash_: str, owner: str | None) -> bool:
+        """Whether the claim ``owner`` on group ``hash_`` finished it (its done or failed flag names that claim)."""
+        for key in (layout.done_key(hash_), layout.failed_key(hash_)):
+            try:
+                doc = load_object(self.backend.read(key).body)
+            except ObjectNotFound:
+                continue
+            if doc is not None and doc.get("owner") == owner:
+                return True
+        return False
 
     def _write_over(self, key: str, body: LockBody, etag: str) -> str | None:
         """Replace the lock we read with ``body``; the new ETag, or None if another write got there first."""
@@ -277,7 +298,7 @@ class ClaimProtocol:
         """
         sent_at = clock.now()
         etag = self._write_over(layout.lock_key(claim.hash), body, claim.etag)
-        return None if etag is None else Claim(claim.hash, etag, body, sent_at, claim.reclaimed)
+        return None if etag is None else Claim(claim.hash, etag, body, sent_at, claim.reclaimed, claim.created)
 
     def renew(self, claim: Claim) -> Claim | None:
         """Extend our lease: the same claim written again, which restarts its age; None if we had lost it."""
@@ -349,6 +370,7 @@ class ClaimProtocol:
             "attempts": claim.attempt if attempts is None else attempts,
             "kind": outcome,
             "error": error,
+            "owner": claim.owner,
             "worker_id": self.worker_id,
             "failed_at": now_iso(),
         }

@@ -29,6 +29,8 @@ import threading
 import time
 import uuid
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
@@ -49,6 +51,8 @@ log = logging.getLogger("s3wq")
 # A segment's done flags are listed (instead of checked one by one) when the
 # listing is expected to cost at most one request per this many groups.
 _LISTING_GROUPS_PER_PAGE = 50
+# How a run that ends with the group settled for good ends.
+_FINISHED = ("done", "failed")
 _LIST_PAGE = 1000
 
 
@@ -121,50 +125,59 @@ class _Walk:
 
 
 class _Ahead:
-    """What a worker does on a helper thread while its processor runs: finish the last group, claim the next."""
+    """What a worker does on helper threads while its processor runs: finish the last group, claim the next.
 
-    def __init__(self, *, finish: Callable[[], None] | None, prefetch: Callable[[], "tuple[Group, Claim] | None"]):
-        self._finish = finish
-        self._prefetch = prefetch
-        self._thread: threading.Thread | None = None
+    The two go side by side, each a couple of round trips to the store, so
+    that even a processor that takes no time waits for the longer of them,
+    not for both. The threads are the worker's own pool, kept from group to
+    group.
+    """
+
+    def __init__(self, pool: ThreadPoolExecutor, *, finish: Callable[[], None] | None, prefetch: Callable[[], "tuple[Group, Claim] | None"]):
+        self._pool = pool
+        self._jobs: list[Callable[[], object]] = [prefetch] + ([finish] if finish is not None else [])
+        self._futures: list[Future] = []
         self._done = False
-        self._claimed: "tuple[Group, Claim] | None" = None
-        self._error: BaseException | None = None
         self.seconds = 0.0
         self.overlapped = False
 
-    def _work(self) -> None:
+    def _timed(self, job: Callable[[], object]) -> object:
         began = time.monotonic()
         try:
-            if self._finish is not None:
-                self._finish()
-            self._claimed = self._prefetch()
-        except BaseException as exc:  # noqa: BLE001 -- raised again in the worker's own thread
-            self._error = exc
-        self.seconds = time.monotonic() - began
-        self._done = True
+            return job()
+        finally:
+            self.seconds = max(self.seconds, time.monotonic() - began)
 
     def start(self) -> None:
-        if self._thread is None and not self._done:
-            self._thread = threading.Thread(target=self._work, daemon=True, name="s3wq-ahead")
-            self._thread.start()
+        if not self._futures and not self._done:
+            self._futures = [self._pool.submit(self._timed, job) for job in self._jobs]
 
     def ran(self, seconds: float) -> None:
-        """The processor ran this long: the helper's work was hidden behind it (at most this much of it)."""
-        self.overlapped = self._thread is not None
+        """The processor ran this long: the helpers' work was hidden behind it."""
+        self.overlapped = bool(self._futures)
 
     def wait(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
+        futures_wait(self._futures)
+        self._done = True
 
     def result(self, *, quiet: bool = False) -> "tuple[Group, Claim] | None":
         """The claim made ahead (the work done now, here, if no run ever started it)."""
-        if self._thread is None and not self._done:
-            self._work()
-        self.wait()
-        if self._error is not None and not quiet:
-            raise self._error
-        return self._claimed
+        if not self._futures and not self._done:
+            outcomes: list = []
+            for job in self._jobs:
+                try:
+                    outcomes.append(self._timed(job))
+                except BaseException as exc:  # noqa: BLE001 -- raised below, after the other job ran
+                    outcomes.append(exc)
+            self._done = True
+        else:
+            self.wait()
+            outcomes = [f.exception() or f.result() for f in self._futures]
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        if errors and not quiet:
+            raise errors[0]
+        claimed = outcomes[0]
+        return None if isinstance(claimed, BaseException) else claimed  # type: ignore[return-value]
 
 
 class Worker:
@@ -204,9 +217,11 @@ class Worker:
         )
         self.index = WorkIndex(backend)
         self.report = WorkerReport(worker_id=self.worker_id)
+        self._report_lock = threading.Lock()
         self.longest_group_seconds = 0.0
         # A group that returned, whose done flag and release wait for the next run to overlap.
         self._deferred: Callable[[], None] | None = None
+        self._ahead_pool: ThreadPoolExecutor | None = None
         # The most this worker can give one run: what it has left once ready
         # to claim (set in run). Its start-up -- the processor host, the index
         # -- is not time a group could have had.
@@ -231,6 +246,11 @@ class Worker:
             return True
         return False
 
+    def _count(self, name: str, n: float = 1) -> None:
+        # A worker counts from its own thread and from the helpers that finish and claim ahead.
+        with self._report_lock:
+            setattr(self.report, name, round(getattr(self.report, name) + n, 3))
+
     def _sleep(self, seconds: float) -> None:
         """Sleep, waking early if a stop is requested."""
         if self.stop is None:
@@ -250,15 +270,29 @@ class Worker:
         claimed = self._next_claim(walk)
         while claimed is not None:
             group, claim = claimed
-            claimed = self._attempt(group, claim, prefetch=lambda: self._next_claim(walk, reserve=self.longest_group_seconds))
+            outcome, ahead = self._attempt(group, claim, prefetch=functools.partial(self._claim_ahead, walk, claim))
+            if ahead is not None and outcome not in _FINISHED:
+                # The group in front did not finish (handed back, lost, stopped):
+                # the claim made behind it is given back, and walked to again.
+                self._give_back_ahead(ahead)
+                walk.ahead.appendleft(ahead[0])
+                ahead = None
+            claimed = ahead if ahead is not None else self._next_claim(walk)
         self._finish_deferred()
+        if self._ahead_pool is not None:
+            self._ahead_pool.shutdown()
+            self._ahead_pool = None
         if not (self.stop is not None and self.stop.requested) and self.report.stopped_reason != "time_limit":
             self._drain_waiting(walk.waiting)
         if self.stop is not None and self.stop.requested:
             self.report.stopped_reason = "interrupted"
         return self.report
 
-    def _next_claim(self, walk: "_Walk", reserve: float | None = None) -> tuple[Group, Claim] | None:
+    def _claim_ahead(self, walk: "_Walk", running: Claim) -> tuple[Group, Claim] | None:
+        """The next claim, made while ``running`` runs: only if there is time for both, and marked as made behind it."""
+        return self._next_claim(walk, reserve=self.longest_group_seconds, behind=running)
+
+    def _next_claim(self, walk: "_Walk", reserve: float | None = None, behind: Claim | None = None) -> tuple[Group, Claim] | None:
         """Walk on to the next group this worker can claim, and claim it; None once the walk is over.
 
         ``reserve``, for a claim made ahead while a group runs, is the time
@@ -286,7 +320,7 @@ class Worker:
                 continue
             if self._stopping(reserve):
                 return None
-            outcome = self._claim_group(group, checked_failed=view.listed, reserve=reserve, host_in_use=ahead_of_a_run)
+            outcome = self._claim_group(group, checked_failed=view.listed, reserve=reserve, host_in_use=ahead_of_a_run, behind=behind)
             if isinstance(outcome, Claim):
                 return group, outcome
             if isinstance(outcome, Held):
@@ -343,7 +377,7 @@ class Worker:
         the price of the claim, while a second LIST on every re-listing would
         cost every worker a request for groups that are rarely there.
         """
-        self.report.listings += 1
+        self._count("listings", 1)
         view.finished = self._listed_hashes(layout.DONE_PREFIX, view.ref.prefix, layout.DONE_SUFFIX) | view.failed
 
     def _listed_hashes(self, prefix: str, hash_prefix: str, suffix: str) -> set[str]:
@@ -387,23 +421,24 @@ class Worker:
         """Claim one group and run it, then and there (the drain phase: no claim ahead)."""
         claimed = self._claim_group(group, checked_failed=checked_failed)
         if isinstance(claimed, Claim):
-            self._attempt(group, claimed)
-            return "worked"
+            return self._attempt(group, claimed)[0]
         return claimed
 
-    def _claim_group(self, group: Group, *, checked_failed: bool, reserve: float = 0.0, host_in_use: bool = False) -> Claim | str | Held:
+    def _claim_group(
+        self, group: Group, *, checked_failed: bool, reserve: float = 0.0, host_in_use: bool = False, behind: Claim | None = None
+    ) -> Claim | str | Held:
         """Take the group's lock and check it is not done; a Claim, or why not."""
         # The processor host is ready before the claim: starting it (loading
         # a model, say) must not come out of the group's lease. (A claim made
         # ahead is made while the host runs a group: it is up.)
         if not host_in_use and not self.runner.prepare():
             return "interrupted"
-        claimed = self.protocol.claim(group.hash, budget=self._budget() - reserve, full_budget=self.full_budget)
+        claimed = self.protocol.claim(group.hash, budget=self._budget() - reserve, full_budget=self.full_budget, behind=behind)
         if isinstance(claimed, Finished):
-            self.report.already_finished += 1
+            self._count("already_finished", 1)
             return "already_finished"
         if isinstance(claimed, Held):
-            self.report.conflicts += 1
+            self._count("conflicts", 1)
             self._stale_at[group.hash] = clock.now() + claimed.stale_in
             self.observer.conflict(group.hash)
             return claimed
@@ -411,67 +446,79 @@ class Worker:
             # This worker's time only shrinks, so it will never have enough
             # for this group: leave it to a worker that has (not a drop of a
             # claimable group -- nobody can take it from here).
-            self.report.not_enough_time += 1
+            self._count("not_enough_time", 1)
             return "not_enough_time"
         if claimed.reclaimed:
-            self.report.reclaimed += 1
+            self._count("reclaimed", 1)
         # A failed group keeps a lock marked failed, so a free lock means "not
         # failed" unless that lock was removed (expired, or an operator's
         # cleanup); only then does the failed flag need its own check.
         if self.protocol.is_done(group.hash) or (not checked_failed and self.protocol.is_failed(group.hash)):
-            self.report.already_finished += 1
+            self._count("already_finished", 1)
             self._release(claimed)
             return "already_finished"
         return claimed
 
     def _release(self, claim: Claim) -> None:
         if not self.protocol.release(claim):
-            self.report.lost_locks += 1
+            self._count("lost_locks", 1)
             log.warning("lock on %s was taken over before release", claim.hash)
 
     def _hand_back(self, claim: Claim, outcome: str, *, counted: bool, error: str | None = None, needs_seconds: float | None = None) -> None:
         if not self.protocol.hand_back(claim, outcome, counted=counted, error=error, needs_seconds=needs_seconds):
-            self.report.lost_locks += 1
+            self._count("lost_locks", 1)
 
     def _fail(self, group: Group, claim: Claim, error: str, started: float, *, outcome: str = ERROR, attempts: int | None = None) -> str:
         if not self.protocol.finalize_failed(claim, group, error, outcome=outcome, attempts=attempts):
-            self.report.lost_locks += 1
-        self.report.failed += 1
+            self._count("lost_locks", 1)
+        self._count("failed", 1)
         self.observer.group_finished(group, claim, "failed", clock.now() - started)
         return "failed"
 
-    def _attempt(self, group: Group, claim: Claim, *, prefetch: Callable[[], "tuple[Group, Claim] | None"] | None = None) -> "tuple[Group, Claim] | None":
-        """Run one group to its end, retrying it here while attempts and time allow.
+    def _attempt(
+        self, group: Group, claim: Claim, *, prefetch: Callable[[], "tuple[Group, Claim] | None"] | None = None
+    ) -> "tuple[str, tuple[Group, Claim] | None]":
+        """Run one group to its end, retrying it here while attempts and time allow; how it ended.
 
         With ``prefetch`` (the main walk) the worker pipelines: while the
-        processor runs, a helper thread finishes the previous group -- its done
-        flag and lock release, deferred to now -- and claims the next group
-        ahead of time, which is returned. The group just run is finished the
-        same way, during the next one. Every step is the one the sequential
-        worker takes, in the same order for each group; only the waiting on
-        the store overlaps the processing. At most one claim is made ahead,
-        and its lease is checked again when its run starts.
+        processor runs, helper threads release the previous group's lock --
+        its done flag was written before this run began -- and claim the next
+        group ahead of time, which is returned beside the outcome. Every step
+        is the one the sequential worker takes, in the same order for each
+        group; only the waiting on the store overlaps the processing. At most
+        one claim is made ahead. It names the group it was made behind, so
+        that if this worker dies before that group finished, the claim made
+        ahead -- which never ran -- costs its group no attempt; and it runs
+        only once the group in front is done or failed.
         """
         if prefetch is None:
-            self._run_group(group, claim, None)
-            return None
-        ahead = _Ahead(finish=self._take_deferred(), prefetch=prefetch)
+            return self._run_group(group, claim, None), None
+        if self._ahead_pool is None:
+            self._ahead_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="s3wq-ahead")
+        ahead = _Ahead(self._ahead_pool, finish=self._take_deferred(), prefetch=prefetch)
         try:
-            self._run_group(group, claim, ahead)
+            outcome = self._run_group(group, claim, ahead)
         except BaseException:
             self._give_back_ahead(ahead.result(quiet=True))
             raise
         claimed = ahead.result()
         if ahead.overlapped:
-            self.report.overlapped_seconds = round(self.report.overlapped_seconds + ahead.seconds, 3)
+            self._count("overlapped_seconds", round(ahead.seconds, 3))
         if claimed is not None and self.stop is not None and self.stop.requested:
             self._give_back_ahead(claimed)
-            return None
-        return claimed
+            claimed = None
+        return outcome, claimed
 
     def _give_back_ahead(self, claimed: "tuple[Group, Claim] | None") -> None:
         if claimed is not None:
-            self._hand_back(claimed[1], INTERRUPTED, counted=False, error="claimed ahead, never run")
+            self._give_back_unrun(claimed[1], "claimed ahead, never run")
+
+    def _give_back_unrun(self, claim: Claim, why: str) -> None:
+        """Give up a claim whose group never ran here: a lock we created is deleted, one we took over handed back as it was."""
+        if claim.created and claim.attempt == 1:
+            self._release(claim)
+        else:
+            self._hand_back(claim, INTERRUPTED, counted=False, error=why)
 
     def _take_deferred(self) -> Callable[[], None] | None:
         deferred, self._deferred = self._deferred, None
@@ -482,36 +529,46 @@ class Worker:
         if deferred is not None:
             deferred()
 
-    def _finish(self, group: Group, claim: Claim, lease: LeaseState, started: float) -> None:
-        """Record a run that returned: done flag, then the lock released -- while the lease still holds."""
-        if not lease.held():
-            self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
-            return
-        if self.protocol.mark_done(claim):
-            self.report.processed += 1
-        else:
-            self.report.already_finished += 1
-        self._release(claim)
-        self.observer.group_finished(group, claim, "done", clock.now() - started)
+    def _complete(self, group: Group, claim: Claim, lease: LeaseState, started: float, *, defer_release: bool) -> str:
+        """Record a run that returned -- done flag, then lock released -- while the lease still holds.
 
-    def _run_group(self, group: Group, claim: Claim, ahead: "_Ahead | None") -> None:
+        The done flag is always written before the next run starts: a worker
+        that dies in that run must not take with it the record of this one.
+        Only the release (which a taker could do as well) may wait for the
+        next run to hide it.
+        """
+        if not lease.held():
+            return self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
+        if self.protocol.mark_done(claim):
+            self._count("processed", 1)
+        else:
+            self._count("already_finished", 1)
+        if defer_release:
+            self._deferred = functools.partial(self._release, claim)
+        else:
+            self._release(claim)
+        self.observer.group_finished(group, claim, "done", clock.now() - started)
+        return "done"
+
+    def _run_group(self, group: Group, claim: Claim, ahead: "_Ahead | None") -> str:
+        """Run the group until it is done, failed or given up here; which of them (see _FINISHED)."""
         started = clock.now()
         while True:
             if claim.attempt > self.settings.max_attempts:
                 # Taken over from a holder that vanished on the last allowed attempt.
                 error = "worker lost (killed, or its lease ran out) on every attempt"
-                self._fail(group, claim, error, started, outcome=LOST, attempts=claim.attempt - 1)
-                return
-            if self._budget() < MIN_RUN_SECONDS:
-                # Claiming took what time we had (a foreign takeover pauses): give it back unrun.
-                self._hand_back(claim, TIMEOUT, counted=False, error="claimed with no time left to run it")
-                return
+                return self._fail(group, claim, error, started, outcome=LOST, attempts=claim.attempt - 1)
+            if not self.has_time():
+                # The claim took what time we had (a foreign takeover pauses),
+                # or it was made ahead and the run before took it: give it back unrun.
+                self._give_back_unrun(claim, "claimed with no time left to run it")
+                return "released"
             budget = self._budget()
             if not enough_time(claim.body.needs_seconds, budget, self.full_budget):
                 # Claimed ahead, and the run before took what this group needs.
-                self.report.not_enough_time += 1
+                self._count("not_enough_time", 1)
                 self._hand_back(claim, TIMEOUT, counted=False, error=claim.body.error)
-                return
+                return "released"
             self.observer.group_started(group, claim)
             # Durations in awake time (time.monotonic stops while the machine
             # sleeps): a laptop that slept through a run did not need longer.
@@ -520,8 +577,7 @@ class Worker:
             keeper = LeaseKeeper(self.protocol, claim, stop_at=stop_at)
             if not keeper.state.held():
                 # Claimed too long ago (a pause since, or a claim made ahead of a long run): a taker may be starting.
-                self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
-                return
+                return self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
             if ahead is not None:
                 ahead.start()
             try:
@@ -540,7 +596,7 @@ class Worker:
             # Bookkeeping after the helper is done: the two threads never count at once.
             if ahead is not None:
                 ahead.wait()
-            self.report.renewals += keeper.renewals
+            self._count("renewals", keeper.renewals)
             if not keeper.state.held() and not (isinstance(end, Stopped) and end.reason in (LOST, EXPIRED)):
                 # The lock was taken (a renewal in flight said so), or the run
                 # ended just as the lease did: a taker may be starting, and a
@@ -548,41 +604,35 @@ class Worker:
                 end = Stopped(LOST if keeper.state.lost else EXPIRED)
             if isinstance(end, Returned):
                 self.longest_group_seconds = max(self.longest_group_seconds, ran)
-                if ahead is not None:
-                    self._deferred = functools.partial(self._finish, group, claim, keeper.state, started)
-                else:
-                    self._finish(group, claim, keeper.state, started)
-                return
+                return self._complete(group, claim, keeper.state, started, defer_release=ahead is not None)
             if isinstance(end, Stopped):
-                self._stopped(group, claim, end, ran, started, budget=budget)
-                return
+                return self._stopped(group, claim, end, ran, started, budget=budget)
             assert isinstance(end, Raised)
             self.longest_group_seconds = max(self.longest_group_seconds, ran)
             log.warning("group %s attempt %d failed: %s", group.hash, claim.attempt, end.error)
             if claim.attempt >= self.settings.max_attempts:
-                self._fail(group, claim, end.error, started)
-                return
-            self.report.retried += 1
+                return self._fail(group, claim, end.error, started)
+            self._count("retried", 1)
             if not self.has_time():
                 # Out of time: hand the group back with its count so that
                 # another worker can retry it without waiting for staleness.
                 self._hand_back(claim, ERROR, counted=True, error=end.error)
                 self.observer.group_finished(group, claim, "released", clock.now() - started)
-                return
+                return "released"
             next_claim = self.protocol.next_attempt(claim, end.error, budget=self._budget())
             if next_claim is None:
-                self.report.lost_locks += 1
-                return
+                self._count("lost_locks", 1)
+                return "lost"
             claim = next_claim
 
     def _stopped(self, group: Group, claim: Claim, end: Stopped, ran: float, started: float, *, budget: float | None = None) -> str:
         if end.reason == INTERRUPTED:
-            self.report.interrupted += 1
+            self._count("interrupted", 1)
             self._hand_back(claim, INTERRUPTED, counted=False, error="stopped by a signal")
             self.observer.group_finished(group, claim, "interrupted", clock.now() - started)
             return "interrupted"
         if end.reason == TIMEOUT:
-            self.report.timed_out += 1
+            self._count("timed_out", 1)
             # What this run had, not what the claim expected: a claim made ahead waits for the run before it.
             counted = timeout_counts(budget, self.full_budget)
             needs = max(ran, claim.body.needs_seconds or 0.0, MIN_RUN_SECONDS)
@@ -597,7 +647,7 @@ class Worker:
         # whole lease: the processor is stopped, and whatever we wrote now
         # could land after a new holder's writes. Only an expired lease that
         # nobody took yet is worth giving back.
-        self.report.lost_locks += 1
+        self._count("lost_locks", 1)
         log.warning("group %s: lease %s; processor stopped", group.hash, end.reason)
         if end.reason == EXPIRED:
             # A store still out of reach raises StorageError here, and the

@@ -74,24 +74,40 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(wo
     assert status(workspace) == {"groups": 6, "paths": 12, "done": 6, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": 6, "released": 0, "wait_seconds": 0}
 
 
+class AfterFirstLock:
+    """A store through which ``then(hash)`` runs right after this worker's first lock is created: peers acting meanwhile."""
+
+    def __init__(self, backend, then):
+        self._backend, self._then, self._fired = backend, then, False
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def create(self, key, body):
+        etag = self._backend.create(key, body)
+        if not self._fired and key.startswith(layout.LOCKS_PREFIX):
+            self._fired = True
+            self._then(layout.hash_from_key(key, layout.LOCKS_PREFIX, layout.LOCK_SUFFIX))
+        return etag
+
+
 def test_a_worker_leaves_alone_a_group_a_peer_failed_after_it_loaded_the_index(backend):
     WorkIndex(backend).populate(PATHS, GROUP_SIZE)
     hashes = {g.hash for g in WorkIndex(backend).iter_groups()}
     processed = []
 
-    def peers_fail_everything_else(group, ctx):
-        # Peers use up every attempt on every other group while this worker
-        # handles its first one, i.e. after this worker listed the flags.
-        if not processed:
-            peer = ClaimProtocol(ctx.backend, worker_id="peer", lease_seconds=60)
-            for other in hashes - {group.hash}:
-                claim = peer.claim(other)
-                assert isinstance(claim, Claim)
-                failed_claim = dataclasses.replace(claim, body=dataclasses.replace(claim.body, attempt=MAX_ATTEMPTS))
-                assert peer.finalize_failed(failed_claim, Group(other, ()), "RuntimeError: failed at a peer")
-        processed.append(group.hash)
+    def peers_fail_everything_else(first: str) -> None:
+        # Peers use up every attempt on every other group just after this
+        # worker claimed its first one, i.e. after this worker listed the flags.
+        peer = ClaimProtocol(backend, worker_id="peer", lease_seconds=60)
+        for other in hashes - {first}:
+            claim = peer.claim(other)
+            assert isinstance(claim, Claim)
+            failed_claim = dataclasses.replace(claim, body=dataclasses.replace(claim.body, attempt=MAX_ATTEMPTS))
+            assert peer.finalize_failed(failed_claim, Group(other, ()), "RuntimeError: failed at a peer")
 
-    report = Worker(backend, peers_fail_everything_else, WorkerSettings(time_limit=60, max_attempts=MAX_ATTEMPTS), worker_id="late").run()
+    watched = AfterFirstLock(backend, peers_fail_everything_else)
+    report = Worker(watched, lambda group, ctx: processed.append(group.hash), WorkerSettings(time_limit=60, max_attempts=MAX_ATTEMPTS), worker_id="late").run()
 
     assert processed == processed[:1]
     assert report.processed == 1 and report.failed == 0

@@ -61,8 +61,11 @@ def _seconds(group, ctx) -> float:
 
 def process(group, ctx) -> None:
     base = Path(os.environ[MARK_DIR_ENV]) / f"{group.hash}.{ctx.worker_id}.{ctx.attempt}.{os.urandom(6).hex()}"
+    # Seconds first: a worker killed once "start" exists must already have
+    # claimed the first call's marker, or its taker would take the slow call.
+    seconds = _seconds(group, ctx)
     _write(_mark(base, "start"), time.time_ns())
-    until = time.monotonic() + _seconds(group, ctx)
+    until = time.monotonic() + seconds
     while time.monotonic() < until:
         _write(_mark(base, "beat"), time.time_ns())
         time.sleep(BEAT_SECONDS)

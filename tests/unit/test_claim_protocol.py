@@ -215,7 +215,7 @@ def test_a_group_that_ran_out_of_time_goes_only_to_a_worker_with_enough_time(loc
 class FixedOwnerProtocol(ClaimProtocol):
     """Always the same owner token: as if our earlier create had succeeded but its response was lost."""
 
-    def _new_body(self, attempt, budget, previous=None):
+    def _new_body(self, attempt, budget, previous=None, behind=None):
         return LockBody(owner="w1:fixed-token", worker_id=self.worker_id, attempt=attempt, lease_seconds=self.lease_seconds, write_id="fixed")
 
 

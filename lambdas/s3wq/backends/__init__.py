@@ -12,7 +12,18 @@ from .base import Backend, StoredObject
 from .local import LocalBackend
 from .s3 import S3Backend
 
-__all__ = ["Backend", "StoredObject", "LocalBackend", "S3Backend", "open_backend", "parse_s3_uri", "make_s3_client", "request_counts"]
+__all__ = [
+    "Backend",
+    "StoredObject",
+    "LocalBackend",
+    "MAX_PARALLEL_REQUESTS",
+    "S3Backend",
+    "counting_requests",
+    "open_backend",
+    "parse_s3_uri",
+    "make_s3_client",
+    "request_counts",
+]
 
 # The S3 bucket naming rules (general purpose buckets), checked before any
 # request so a typo is a one-line error rather than a signature failure.
@@ -30,6 +41,11 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
     key = uri[len("s3://") + len(bucket) :].lstrip("/")
     return bucket, key
 
+
+# Connections a client from make_s3_client keeps open: code that runs
+# requests on threads runs at most this many at once (botocore opens and drops
+# extra connections past its pool, with a warning for each).
+MAX_PARALLEL_REQUESTS = 32
 
 # Up to this size a PUT goes out whole, without first asking "Expect:
 # 100-continue": a lock, a flag or a catalog is far smaller than one round
@@ -56,15 +72,24 @@ def make_s3_client() -> Any:
     import boto3
     from botocore.config import Config
 
-    config = Config(retries={"mode": "standard", "max_attempts": 8}, max_pool_connections=32, request_checksum_calculation="when_required")
-    client = boto3.client("s3", config=config)
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 8},
+        max_pool_connections=MAX_PARALLEL_REQUESTS,
+        request_checksum_calculation="when_required",
+    )
+    client = counting_requests(boto3.client("s3", config=config))
+    client.meta.events.register("before-send.s3.PutObject", _send_small_bodies_at_once)
+    return client
+
+
+def counting_requests(client: Any) -> Any:
+    """``client``, counting the HTTP requests it sends by operation (see :func:`request_counts`)."""
     counts: Counter = Counter()
 
     def count(event_name: str, **_: Any) -> None:
         counts[event_name.rsplit(".", 1)[-1]] += 1
 
     client.meta.events.register("before-send.s3", count)
-    client.meta.events.register("before-send.s3.PutObject", _send_small_bodies_at_once)
     client.meta.s3wq_request_counts = counts
     return client
 
