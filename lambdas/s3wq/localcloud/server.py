@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..local_s3 import serialized_writes
+from ..local_s3 import dispatch_without_rescanning, serialized_writes
 from .runner import Invocation, LambdaRunner
 
 REPO_LAMBDAS_DIR = Path(__file__).resolve().parents[2]
@@ -84,6 +84,7 @@ def serve(host: str, port: int, log_dir: Path, extra_pythonpath: tuple[str, ...]
     default_user_config["stepfunctions"] = {"execute_state_machine": True}
     install_hooks(LambdaRunner(endpoint=f"http://{host}:{port}", lambdas_dir=REPO_LAMBDAS_DIR, log_dir=log_dir, extra_pythonpath=extra_pythonpath))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    dispatch_without_rescanning()
     app = serialized_writes(DomainDispatcherApplication(create_backend_app))
     run_simple(host, port, app, threaded=True, request_handler=MotoRequestHandler)
 
