@@ -40,7 +40,8 @@ import sys
 from pathlib import Path
 
 from common import emit, machine
-from s3wq.index import prefix_length
+from s3wq.backends import MAX_PARALLEL_REQUESTS
+from s3wq.status import LIST_PAGE_KEYS, partition_digits
 
 # us-east-1 list prices, read on this date; check the pricing pages before quoting them.
 PRICES_AS_OF = "2026-11-29"
@@ -89,8 +90,17 @@ def s3_dollars(requests_by_operation: dict[str, float]) -> float:
 
 
 def status_call(groups: int) -> dict[str, float]:
-    """Requests of one status count on ``groups`` groups in one populate: catalog and every segment, done flags, failed flags, locks."""
-    return {"GetObject": 1 + 16 ** prefix_length(groups), "HeadObject": 1, "ListObjectsV2": math.ceil(groups / 1000) + 2}
+    """Requests of one status count on ``groups`` groups in one populate, all of them done (its longest listing).
+
+    The catalog and the look for olmocr's index (no segment is read); for
+    each hash-prefix partition (``status.partition_digits``) a LIST of its
+    failed flags, of its locks and of its done flags, one more per further
+    1,000 done flags. The locks with neither flag, about one per live
+    worker, are read too; they are left out here.
+    """
+    partitions = 16 ** partition_digits(groups)
+    done_pages = max(1, math.ceil(groups / partitions / LIST_PAGE_KEYS))
+    return {"GetObject": 2, "ListObjectsV2": partitions * (done_pages + 2)}
 
 
 def s3_queue(requests_per_group: dict[str, float], *, latency_ms: float, group_seconds: float, workers: int) -> dict:
@@ -104,7 +114,8 @@ def s3_queue(requests_per_group: dict[str, float], *, latency_ms: float, group_s
     status_calls = rounds + executions  # CountAfter per round, CountBefore per execution
     status_requests = {op: n * status_calls for op, n in status_call(MILLION).items()}
     gb_seconds = MILLION * coordination_seconds * WORKER_MEMORY_MB / 1024
-    status_gb_seconds = sum(status_requests.values()) * latency_ms / 1000 * STATUS_MEMORY_MB / 1024
+    # A count sends MAX_PARALLEL_REQUESTS requests at a time.
+    status_gb_seconds = sum(status_requests.values()) / MAX_PARALLEL_REQUESTS * latency_ms / 1000 * STATUS_MEMORY_MB / 1024
     dollars = {
         "s3_requests_workers": s3_dollars(per_million),
         "s3_requests_status": s3_dollars(status_requests),

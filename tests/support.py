@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
+from collections import Counter
+
+from s3wq import layout
+from s3wq.backends import Backend
+from s3wq.bodies import FAILED, RELEASED, LockBody
+from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
+from s3wq.index import WorkIndex
 
 
 def run_cli(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
@@ -12,3 +20,43 @@ def run_cli(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedP
     return subprocess.run(
         [sys.executable, "-m", "s3wq", *args], capture_output=True, text=True, timeout=timeout, env=os.environ.copy(), **kwargs
     )
+
+
+def recount_status(backend: Backend) -> tuple[dict, set[str]]:
+    """The count, group by group of the index (each group's own flags and lock), and the failed groups."""
+    groups = {g.hash: len(g.paths) for g in WorkIndex(backend).iter_groups()}
+    states: Counter = Counter()
+    failed: set[str] = set()
+    stale_in = []
+    for hash_ in groups:
+        lock_key = layout.lock_key(hash_)
+        lock = body = None
+        if backend.exists(lock_key):
+            lock = backend.read(lock_key)
+            body = LockBody.decode(lock.body)
+        lease = FOREIGN_LOCK_TIMEOUT_SECONDS if body is None else body.lease_seconds
+        if backend.exists(layout.done_key(hash_)):
+            states["done"] += 1
+        elif backend.exists(layout.failed_key(hash_)) or (body is not None and body.state == FAILED):
+            failed.add(hash_)
+        elif lock is not None and (body is None or body.held) and lock.age_seconds <= lease:
+            states["locked"] += 1
+            stale_in.append(lease - lock.age_seconds)
+        else:
+            states["pending"] += 1
+            states["released"] += body is not None and body.state == RELEASED
+    total = len(groups)
+    finished = states["done"] + len(failed)
+    status = {
+        "groups": total,
+        "paths": sum(groups.values()),
+        "done": states["done"],
+        "failed": len(failed),
+        "locked": states["locked"],
+        "pending": states["pending"],
+        "remaining": total - finished,
+        "finished": finished,
+        "released": states["released"],
+        "wait_seconds": math.ceil(max(stale_in) + backend.clock_resolution_seconds) + 1 if stale_in else 0,
+    }
+    return status, failed

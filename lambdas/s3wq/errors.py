@@ -64,7 +64,7 @@ class IndexCorrupt(S3wqError):
 
 
 class IndexContention(S3wqError):
-    """The index catalog kept changing under a populate; it gave up without writing."""
+    """An index object kept changing while it was read, or the catalog under a populate; it gave up (a populate without writing)."""
 
 
 class LeaseLost(S3wqError):

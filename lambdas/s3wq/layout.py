@@ -8,9 +8,10 @@ an index object is untrusted input.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .errors import BadGroupHash
 
@@ -78,9 +79,21 @@ def segment_key(digest: str) -> str:
     return f"{INDEX_SEGMENTS_PREFIX}{check_hash(digest)}.csv.zstd"
 
 
+@functools.lru_cache(maxsize=32)
+def _hash_key_re(prefix: str, suffix: str) -> re.Pattern:
+    return re.compile(re.escape(prefix) + "([0-9a-f]{40})" + re.escape(suffix))
+
+
 def hash_from_key(key: str, prefix: str, suffix: str) -> str | None:
     """The group hash in a listed flag/lock key, or None for a foreign object."""
-    if not (key.startswith(prefix) and key.endswith(suffix)):
-        return None
-    candidate = key[len(prefix) : len(key) - len(suffix)]
-    return candidate if _HASH_RE.fullmatch(candidate) else None
+    # One compiled match per key: a count of a million groups calls this for every done flag.
+    matched = _hash_key_re(prefix, suffix).fullmatch(key)
+    return matched.group(1) if matched else None
+
+
+def hashes_in_keys(keys: Iterable[str], prefix: str, suffix: str) -> Iterator[str]:
+    """The group hash in each listed key that names one (as :func:`hash_from_key`), foreign objects skipped."""
+    match = _hash_key_re(prefix, suffix).fullmatch
+    for key in keys:
+        if matched := match(key):
+            yield matched.group(1)

@@ -8,15 +8,26 @@ write on the ETag just read, so it never overwrites a change it did not see.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from . import layout
-from .backends import Backend
+from .backends import MAX_PARALLEL_REQUESTS, Backend
 from .bodies import HELD, OPERATOR, RELEASED, REQUEUED, LockBody, load_object, now_iso
 from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from .errors import BadInput, ObjectChanged, ObjectNotFound
-from .index import WorkIndex
-from .status import LockState, listed_hashes, read_lock, read_locks
+from .index import Group, WorkIndex
+from .status import (
+    LockState,
+    PartitionFlags,
+    catalog_groups,
+    flag_partitions,
+    iter_hashes,
+    listed_hashes,
+    read_lock,
+    read_locks,
+    scan_flags,
+)
 
 # Conditional writes that lose to a concurrent change are retried after a
 # fresh read; a lock that keeps changing is being worked on: leave it.
@@ -35,14 +46,18 @@ def _json_or_none(backend: Backend, key: str) -> dict | None:
 
 
 def list_failures(backend: Backend) -> list[dict]:
-    """Every failed group: hash, paths, attempts, kind (error, timeout, lost), last error, when, by whom."""
-    failures = []
-    for key in backend.list_keys(layout.FAILED_PREFIX):
-        hash_ = layout.hash_from_key(key, layout.FAILED_PREFIX, layout.FAILED_SUFFIX)
-        if hash_ is None:
-            continue
-        doc = _json_or_none(backend, key) or {}
-        failures.append(
+    """Every failed group, by hash: hash, paths, attempts, kind (error, timeout, lost), last error, when, by whom.
+
+    The failed flags are listed by hash prefix and read, MAX_PARALLEL_REQUESTS
+    requests at a time. A flag deleted between the listing and its read (a
+    requeue meanwhile) is still listed, with what is known: its hash.
+    """
+    partitions = flag_partitions(backend, catalog_groups(backend))
+    with ThreadPoolExecutor(max_workers=MAX_PARALLEL_REQUESTS, thread_name_prefix="s3wq-failures") as pool:
+        listed = pool.map(lambda p: list(iter_hashes(backend, layout.FAILED_PREFIX, layout.FAILED_SUFFIX, p)), partitions)
+        hashes = sorted(h for partition in listed for h in partition)
+        docs = pool.map(lambda h: _json_or_none(backend, layout.failed_key(h)) or {}, hashes)
+        return [
             {
                 "hash": hash_,
                 "paths": doc.get("paths", []),
@@ -52,8 +67,8 @@ def list_failures(backend: Backend) -> list[dict]:
                 "failed_at": doc.get("failed_at"),
                 "worker_id": doc.get("worker_id"),
             }
-        )
-    return failures
+            for hash_, doc in zip(hashes, docs)
+        ]
 
 
 def _lock_view(lock: LockState) -> dict:
@@ -78,10 +93,22 @@ def _lock_view(lock: LockState) -> dict:
     return {k: v for k, v in view.items() if v is not None}
 
 
+def _find_group(backend: Backend, hash_: str) -> Group | None:
+    """The group of the index with this hash, reading only the segments whose hash prefix it has, and olmocr's index."""
+    index = WorkIndex(backend)
+    catalog, _ = index.read_catalog()
+    for key in [s.key for s in catalog.segments if hash_.startswith(s.prefix)]:
+        group = next((g for g in index.load(key) if g.hash == hash_), None)
+        if group is not None:
+            return group
+    # olmocr's index is optional, and streamed: it can be far bigger than memory.
+    return next((g for g in index.legacy_groups() if g.hash == hash_), None)
+
+
 def inspect_group(backend: Backend, hash_: str) -> dict:
     """A group's paths, lock (holder, attempt, lease, when it goes stale), done and failed state, and result object."""
     layout.check_hash(hash_)
-    group = next((g for g in WorkIndex(backend).iter_groups() if g.hash == hash_), None)
+    group = _find_group(backend, hash_)
     if group is None:
         raise BadInput(f"no group {hash_} in the index of {backend.uri}")
     lock = read_lock(backend, hash_)
@@ -120,12 +147,18 @@ class RequeueResult:
 
 
 def failed_groups(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS) -> set[str]:
-    """Groups with a failed flag, or with a lock marked failed (a flag deleted by hand), and no done flag."""
-    done = listed_hashes(backend, layout.DONE_PREFIX, layout.DONE_SUFFIX)
-    flagged = listed_hashes(backend, layout.FAILED_PREFIX, layout.FAILED_SUFFIX) - done
-    unflagged = sorted(listed_hashes(backend, layout.LOCKS_PREFIX, layout.LOCK_SUFFIX) - done - flagged)
-    locks = read_locks(backend, unflagged, foreign_lock_timeout=foreign_lock_timeout)
-    return flagged | {h for h, lock in locks.items() if lock.failed}
+    """Groups with a failed flag, or with a lock marked failed (a flag deleted by hand), and no done flag.
+
+    The flags are listed by hash prefix, as ``status`` lists them (:func:`status.scan_flags`).
+    """
+    failed: set[str] = set()
+    partitions = flag_partitions(backend, catalog_groups(backend))
+    for item in scan_flags(backend, partitions, foreign_lock_timeout=foreign_lock_timeout):
+        if isinstance(item, PartitionFlags):
+            failed |= item.failed
+        elif item.state.failed:
+            failed.add(item.hash)
+    return failed
 
 
 def requeue_failed(backend: Backend, hashes: list[str] | None = None) -> RequeueResult:
@@ -214,4 +247,3 @@ def release_locks(backend: Backend, worker_id: str) -> list[str]:
             continue  # changed since we read it: its holder is alive, or it was finished
         released.append(hash_)
     return released
-

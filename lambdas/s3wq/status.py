@@ -1,20 +1,38 @@
-"""Counting a workspace: done, failed, locked, pending, and how long the live locks have left."""
+"""Counting a workspace: done, failed, locked, pending, and how long the live locks have left.
+
+A count reads no index segment: the catalog records each segment's groups
+and paths. It lists the flags by hash prefix, many prefixes at once, so its
+time grows with the number of LIST pages divided by the requests in flight,
+and its memory with the partitions in flight, not with the workspace.
+"""
 
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
+import queue
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
 
 from . import layout
-from .backends import Backend
+from .backends import MAX_PARALLEL_REQUESTS, Backend
 from .bodies import FAILED, RELEASED, LockBody
 from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
-from .errors import ObjectNotFound
+from .errors import BadInput, ObjectNotFound
 from .index import WorkIndex
 
 # Lock reads are independent small GETs; S3 serves thousands per second per prefix.
 _PARALLEL_READS = 16
+
+# ListObjectsV2 returns at most 1,000 keys a page.
+LIST_PAGE_KEYS = 1000
+# At most 16**3 = 4,096 partitions. Each costs three LISTs even when empty,
+# so past that the requests cost more than the memory they save.
+MAX_PARTITION_DIGITS = 3
+# A partition's failed flags and unflagged locks are held while it is listed
+# (its done flags are only counted); at most this many groups a partition
+# bounds that memory in a workspace whose groups have all failed.
+MAX_PARTITION_GROUPS = 16_384
 
 
 @dataclass(frozen=True)
@@ -29,6 +47,10 @@ class LockState:
     @property
     def failed(self) -> bool:
         return self.body is not None and self.body.state == FAILED
+
+    @property
+    def released(self) -> bool:
+        return self.body is not None and self.body.state == RELEASED
 
     @property
     def live(self) -> bool:
@@ -60,45 +82,226 @@ def read_locks(backend: Backend, hashes: list[str], *, foreign_lock_timeout: flo
         return {h: s for h, s in zip(hashes, states) if s is not None}
 
 
+def iter_hashes(backend: Backend, prefix: str, suffix: str, partition: str = "") -> Iterator[str]:
+    """The group hashes named by the keys under ``prefix + partition``, page by page.
+
+    Keys that do not name a hash (anything but 40 lowercase hex characters
+    between ``prefix`` and ``suffix``) are foreign objects and are skipped.
+    """
+    return layout.hashes_in_keys(backend.list_keys(prefix + layout.check_hex_prefix(partition)), prefix, suffix)
+
+
 def listed_hashes(backend: Backend, prefix: str, suffix: str) -> set[str]:
-    return {h for key in backend.list_keys(prefix) if (h := layout.hash_from_key(key, prefix, suffix)) is not None}
+    return set(iter_hashes(backend, prefix, suffix))
 
 
-def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS) -> dict:
+# --- the index's size ----------------------------------------------------------------------------------
+
+
+def index_counts(backend: Backend) -> tuple[int, int]:
+    """Groups and paths in the index: the catalog's counts, plus olmocr's index counted as it is read.
+
+    No segment is read. The sum counts no group twice: a populate adds only
+    paths that neither the catalog's segments nor olmocr's index hold (it
+    reads both first, and refuses a group whose hash either holds), so the
+    segments are disjoint from one another and from olmocr's index. olmocr's
+    own populate reads only its own index: paths it adds after s3wq indexed
+    them are stored, and counted, twice.
+    """
+    catalog, _ = WorkIndex(backend).read_catalog()
+    groups, paths = catalog.groups, catalog.paths
+    # olmocr records no counts: its index is streamed, and counted as it is read.
+    for group in WorkIndex(backend).legacy_groups():
+        groups += 1
+        paths += len(group.paths)
+    return groups, paths
+
+
+def catalog_groups(backend: Backend) -> int:
+    """Groups in the catalog alone (olmocr's index is not decoded): enough to choose how to partition a listing."""
+    return WorkIndex(backend).read_catalog()[0].groups
+
+
+# --- listing the flags by hash prefix --------------------------------------------------------------------
+
+
+def partition_digits(groups: int) -> int:
+    """Hex digits of the hash prefixes that a workspace of ``groups`` groups is listed by.
+
+    A partition lists its failed flags, its locks and its done flags one
+    after another: at least three requests, plus one per further page of
+    done flags (at most one flag per group); MAX_PARALLEL_REQUESTS partitions
+    are listed at once, so a count takes ``ceil(partitions / parallel) x
+    requests per partition`` round trips. Among the prefix lengths whose
+    partitions hold at most MAX_PARTITION_GROUPS groups, the shortest is
+    taken unless a longer one saves more than one round trip (one is not
+    worth sixteen times the requests). 1,000 groups: one partition; 100,000:
+    16; 1,000,000: 256; 10,000,000: 4,096.
+    """
+
+    def round_trips(digits: int) -> int:
+        partitions = 16**digits
+        done_pages = max(1, math.ceil(groups / partitions / LIST_PAGE_KEYS))
+        return math.ceil(partitions / MAX_PARALLEL_REQUESTS) * (done_pages + 2)
+
+    allowed = [d for d in range(MAX_PARTITION_DIGITS + 1) if groups / 16**d <= MAX_PARTITION_GROUPS] or [MAX_PARTITION_DIGITS]
+    best = allowed[0]
+    for digits in allowed[1:]:
+        if round_trips(digits) < round_trips(best) - 1:
+            best = digits
+    return best
+
+
+def flag_partitions(backend: Backend, groups: int, digits: int | None = None) -> list[str]:
+    """The hash prefixes to list the flags of ``groups`` groups by, in ascending order.
+
+    One prefix, the empty one, where a narrow listing costs as much as a wide
+    one (a local directory); ``digits`` overrides the choice.
+    """
+    if digits is None:
+        digits = partition_digits(groups) if getattr(backend, "narrow_listing_is_cheap", True) else 0
+    if not 0 <= digits <= MAX_PARTITION_DIGITS:
+        raise BadInput(f"partition digits must be 0 to {MAX_PARTITION_DIGITS}, got {digits}")
+    return [format(n, f"0{digits}x") for n in range(16**digits)] if digits else [""]
+
+
+@dataclass(frozen=True)
+class PartitionFlags:
+    """One hash prefix's flags: how many groups are done, and which have a failed flag and no done flag."""
+
+    prefix: str
+    done: int
+    failed: frozenset[str]
+
+
+@dataclass(frozen=True)
+class UnflaggedLock:
+    """The lock of a group that had neither a done nor a failed flag when its partition was listed."""
+
+    hash: str
+    state: LockState
+
+
+@dataclass(frozen=True)
+class _Listing:
+    flags: PartitionFlags
+    unflagged_locks: list[str]
+
+
+def _list_partition(backend: Backend, partition: str) -> _Listing:
+    failed = set(iter_hashes(backend, layout.FAILED_PREFIX, layout.FAILED_SUFFIX, partition))
+    locks = set(iter_hashes(backend, layout.LOCKS_PREFIX, layout.LOCK_SUFFIX, partition)) - failed
+    # Done flags last, and only counted. Done is the last state a group
+    # reaches (its flag is created before its lock is deleted), so a group
+    # that finishes while the partition is listed is found done rather than
+    # neither done nor locked; and the longest listing needs no set.
+    done = 0
+    for hash_ in iter_hashes(backend, layout.DONE_PREFIX, layout.DONE_SUFFIX, partition):
+        done += 1
+        failed.discard(hash_)
+        locks.discard(hash_)
+    return _Listing(PartitionFlags(partition, done, frozenset(failed)), sorted(locks))
+
+
+def _read_unflagged(backend: Backend, hash_: str, foreign_lock_timeout: float) -> UnflaggedLock | None:
+    state = read_lock(backend, hash_, foreign_lock_timeout=foreign_lock_timeout)
+    return None if state is None else UnflaggedLock(hash_, state)
+
+
+def scan_flags(
+    backend: Backend, partitions: Iterable[str], *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS
+) -> Iterator[PartitionFlags | UnflaggedLock]:
+    """Every partition's flags, then the lock of each group it found with neither flag, as each arrives.
+
+    The partitions are listed MAX_PARALLEL_REQUESTS at a time (a boto3 client
+    is thread-safe), and a partition's unflagged locks are read as soon as it
+    is listed, on the same threads: at any time there are about as many
+    unflagged locks as there are workers. A lock deleted before it is read
+    (its group finished meanwhile) is left out. Memory: the partitions being
+    listed, and the unflagged locks waiting to be read. The first failing
+    request's error is raised, and the requests not yet sent are dropped.
+    """
+    arrived: queue.SimpleQueue[Future] = queue.SimpleQueue()
+    pool = ThreadPoolExecutor(max_workers=MAX_PARALLEL_REQUESTS, thread_name_prefix="s3wq-status")
+    outstanding = 0
+
+    def submit(task: Callable, *args: object) -> None:
+        nonlocal outstanding
+        pool.submit(task, *args).add_done_callback(arrived.put)
+        outstanding += 1
+
+    try:
+        for partition in partitions:
+            submit(_list_partition, backend, partition)
+        while outstanding:
+            result = arrived.get().result()
+            outstanding -= 1
+            if isinstance(result, _Listing):
+                yield result.flags
+                for hash_ in result.unflagged_locks:
+                    submit(_read_unflagged, backend, hash_, foreign_lock_timeout)
+            elif result is not None:
+                yield result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+# --- the count -----------------------------------------------------------------------------------------
+
+
+def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS, digits: int | None = None) -> dict:
     """Counts for a workspace, and how long the drain loop should wait for live locks.
 
     A group is done if it has a done flag; failed if it has a failed flag or
     its lock is marked failed; locked if a live holder has it; pending
     otherwise (a stale or released lock is pending: the next worker takes it;
     ``released`` counts the handed-back ones among them).
-    The locks of groups with neither flag are read, in parallel: at any time
-    there are about as many as there are workers.
+
+    Groups and paths come from the index's catalog (:func:`index_counts`),
+    the rest from :func:`scan_flags`. Flags are counted as listed, without
+    matching them against the index, which would mean reading every
+    segment: flags and locks are written only by the holder of a group it
+    claimed from the index (s3wq's, or olmocr's sharing the workspace), and
+    the index only grows, so every flag names a group of the index. Keys
+    that name no hash are skipped. A flag for a hash outside the index (one
+    copied in by hand) would be counted; the counts are clamped so that they
+    still add up and ``pending`` is never negative.
+    ``digits`` overrides how many hex digits of hash prefix the flags are
+    partitioned by (:func:`flag_partitions`).
     """
-    paths_by_hash = {group.hash: len(group.paths) for group in WorkIndex(backend).iter_groups()}
-    hashes = set(paths_by_hash)
-    done = listed_hashes(backend, layout.DONE_PREFIX, layout.DONE_SUFFIX) & hashes
-    failed = (listed_hashes(backend, layout.FAILED_PREFIX, layout.FAILED_SUFFIX) & hashes) - done
-    unflagged = sorted((listed_hashes(backend, layout.LOCKS_PREFIX, layout.LOCK_SUFFIX) & hashes) - done - failed)
-    locks = read_locks(backend, unflagged, foreign_lock_timeout=foreign_lock_timeout)
-    failed |= {h for h, lock in locks.items() if lock.failed}
-    live = {h: lock for h, lock in locks.items() if lock.live}
-    released = [h for h, lock in locks.items() if lock.body is not None and lock.body.state == RELEASED]
-    groups = len(hashes)
-    finished = len(done) + len(failed)
+    groups, paths = index_counts(backend)
+    done = failed = live = released = 0
+    longest_stale_in = 0.0
+    for item in scan_flags(backend, flag_partitions(backend, groups, digits), foreign_lock_timeout=foreign_lock_timeout):
+        if isinstance(item, PartitionFlags):
+            done += item.done
+            failed += len(item.failed)
+        elif item.state.failed:
+            failed += 1
+        elif item.state.live:
+            live += 1
+            longest_stale_in = max(longest_stale_in, item.state.stale_in)
+        elif item.state.released:
+            released += 1
+    done = min(done, groups)
+    failed = min(failed, groups - done)
+    live = min(live, groups - done - failed)
+    finished = done + failed
+    pending = groups - finished - live
     return {
         "groups": groups,
-        "paths": sum(paths_by_hash.values()),
-        "done": len(done),
-        "failed": len(failed),
-        "locked": len(live),
-        "pending": groups - finished - len(live),
+        "paths": paths,
+        "done": done,
+        "failed": failed,
+        "locked": live,
+        "pending": pending,
         "remaining": groups - finished,
         "finished": finished,
         # Handed back (a run out of time, a signal, an operator): claimable
         # now, and to the drain loop a reason for another round.
-        "released": len(released),
+        "released": min(released, pending),
         # Whole seconds (Step Functions' Wait takes integers), rounded up, and
         # past the store's clock resolution: by then every live lock that is
         # not renewed is stale.
-        "wait_seconds": math.ceil(max(lock.stale_in for lock in live.values()) + backend.clock_resolution_seconds) + 1 if live else 0,
+        "wait_seconds": math.ceil(longest_stale_in + backend.clock_resolution_seconds) + 1 if live else 0,
     }

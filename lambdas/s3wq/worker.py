@@ -50,7 +50,7 @@ log = logging.getLogger("s3wq")
 
 # A segment's done flags are listed (instead of checked one by one) when the
 # listing is expected to cost at most one request per this many groups.
-_LISTING_GROUPS_PER_PAGE = 50
+LISTING_GROUPS_PER_PAGE = 50
 # How a run that ends with the group settled for good ends.
 _FINISHED = ("done", "failed")
 _LIST_PAGE = 1000
@@ -309,7 +309,7 @@ class Worker:
                     return None
                 n = walk.next_segment
                 walk.next_segment += 1
-                walk.view = self._load(walk.refs[(walk.first + n) % len(walk.refs)], walk.total_groups)
+                walk.view = self._load(walk.refs[(walk.first + n) % len(walk.refs)], walk.total_groups, previous=walk.view)
                 # Only the first segment is entered part-way, at this worker's spot.
                 cut = int((walk.spot - walk.first) * len(walk.view.groups)) if n == 0 else 0
                 walk.ahead = deque(walk.view.groups[cut:] + walk.view.groups[:cut])
@@ -357,14 +357,21 @@ class Worker:
         if best_length:
             ahead.rotate(-(best_start + int(best_length * self.rng.uniform(1 / 3, 2 / 3))))
 
-    def _load(self, ref: SegmentRef, total_groups: int) -> _SegmentView:
-        groups = self.index.load(ref.key)
+    def _load(self, ref: SegmentRef, total_groups: int, previous: _SegmentView | None = None) -> _SegmentView:
+        groups = self.index.load_ref(ref)
         # List a prefix's flags only when that costs at most one request per
-        # _LISTING_GROUPS_PER_PAGE groups; a small segment of a big workspace
+        # LISTING_GROUPS_PER_PAGE groups; a small segment of a big workspace
         # (a short prefix) is checked group by group instead.
-        listed = ref.groups is None or (total_groups / 16 ** len(ref.prefix)) / _LIST_PAGE <= max(1.0, ref.groups / _LISTING_GROUPS_PER_PAGE)
+        flags_under_prefix = total_groups / 16 ** len(ref.prefix)
+        listed = ref.groups is None or flags_under_prefix / _LIST_PAGE <= max(1.0, ref.groups / LISTING_GROUPS_PER_PAGE)
         view = _SegmentView(ref, groups, listed)
-        if listed:
+        if listed and previous is not None and previous.listed and previous.ref.prefix == ref.prefix:
+            # The same LIST again: the parts of olmocr's index all have the
+            # empty prefix, and listing the whole workspace once per part
+            # would cost a LIST of every flag per part. The listing carried
+            # over is refreshed as any is, when a claim finds it out of date.
+            view.failed, view.finished = previous.failed, previous.finished
+        elif listed:
             view.failed = self._listed_hashes(layout.FAILED_PREFIX, view.ref.prefix, layout.FAILED_SUFFIX)
             self._list_finished(view)
         return view
@@ -378,7 +385,9 @@ class Worker:
         cost every worker a request for groups that are rarely there.
         """
         self._count("listings", 1)
-        view.finished = self._listed_hashes(layout.DONE_PREFIX, view.ref.prefix, layout.DONE_SUFFIX) | view.failed
+        finished = self._listed_hashes(layout.DONE_PREFIX, view.ref.prefix, layout.DONE_SUFFIX)
+        finished |= view.failed  # in place: a listing of the whole workspace can be large
+        view.finished = finished
 
     def _listed_hashes(self, prefix: str, hash_prefix: str, suffix: str) -> set[str]:
         found = set()
@@ -592,10 +601,10 @@ class Worker:
             claim = keeper.claim
             ran = time.monotonic() - run_started
             if ahead is not None:
+                # The claim made ahead may still be on its way: the done flag
+                # goes out beside it rather than after it (the caller waits
+                # for both before the next run).
                 ahead.ran(ran)
-            # Bookkeeping after the helper is done: the two threads never count at once.
-            if ahead is not None:
-                ahead.wait()
             self._count("renewals", keeper.renewals)
             if not keeper.state.held() and not (isinstance(end, Stopped) and end.reason in (LOST, EXPIRED)):
                 # The lock was taken (a renewal in flight said so), or the run

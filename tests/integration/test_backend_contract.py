@@ -85,6 +85,44 @@ def test_a_fresh_object_is_young_by_the_stores_clock(backend):
     assert 0.0 <= age <= 2.0
 
 
+# --- read_range ----------------------------------------------------------------
+
+
+def test_read_range_returns_the_bytes_asked_for_fewer_at_the_end_and_none_past_it(backend):
+    key = fresh_key()
+    etag = backend.create(key, b"0123456789")
+
+    pieces = [backend.read_range(key, start, 4) for start in (0, 4, 8, 10, 50)]
+
+    assert [p.body for p in pieces] == [b"0123", b"4567", b"89", b"", b""]
+    assert {p.etag for p in pieces} == {etag, backend.read(key).etag}
+    assert all(0.0 <= p.age_seconds <= 2.0 for p in pieces)
+
+
+def test_read_range_of_an_empty_object_is_empty_with_its_etag(backend):
+    key = fresh_key()
+    etag = backend.create(key, b"")
+
+    assert (backend.read_range(key, 0, 18).body, backend.read_range(key, 0, 18, etag).etag) == (b"", etag)
+
+
+def test_read_range_with_the_current_etag_reads_and_with_another_raises_object_changed(backend):
+    key = fresh_key()
+    old = backend.create(key, b"first version")
+    new = backend.replace(key, b"second version", old)
+
+    assert backend.read_range(key, 0, 6, new).body == b"second"
+    for start in (0, 100):  # within the object and past its end
+        with pytest.raises(ObjectChanged):
+            backend.read_range(key, start, 6, old)
+
+
+def test_read_range_of_a_missing_key_raises_object_not_found(backend):
+    for etag in (None, FOREIGN_ETAG):
+        with pytest.raises(ObjectNotFound):
+            backend.read_range(fresh_key(), 0, 10, etag)
+
+
 # --- replace -------------------------------------------------------------------
 
 

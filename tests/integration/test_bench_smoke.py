@@ -50,7 +50,9 @@ def contention_json(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("script", ["contention.py", "populate.py", "start.py", "coldstart.py", "cost.py"])
+@pytest.mark.parametrize(
+    "script", ["contention.py", "populate.py", "start.py", "coldstart.py", "cost.py", "olmocr_memory.py", "status_scale.py"]
+)
 def test_every_benchmark_has_help_with_an_example(script):
     done = subprocess.run([sys.executable, str(BENCH_DIR / script), "--help"], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
@@ -68,7 +70,8 @@ def test_contention_processes_every_group_and_s3wq_none_twice(contention_json):
         for name in queues:
             run = row[name]
             assert run["groups_processed"] == run["groups_done"] == 12
-            assert {"groups_per_second", "requests_per_group_by_operation", "client_cpu_ms_per_group", "server_cpu_ms_per_group"} <= set(run)
+            measured = {"groups_per_second", "requests_per_group_by_operation", "client_cpu_ms_per_group", "server_cpu_ms_per_group"}
+            assert measured <= set(run)
         assert row["s3wq"]["duplicate_processing"] == 0
         assert set(row["ratio"]) == set(queues) - {"olmocr"}
     for uncontended in (row["s3wq"] for row in result["runs"] if row["workers"] == 1):
@@ -121,3 +124,69 @@ def test_cost_prices_every_queue_from_a_contention_result(contention_json):
         assert all(row[q]["dollars_total"] > 0 for q in ("s3wq", "olmocr", "sqs_lambda"))
         # Three SQS requests and one Lambda request per group.
         assert row["sqs_lambda"]["dollars_total"] == 1.4
+
+
+def test_olmocr_memory_measures_a_real_worker_on_an_olmocr_index():
+    result = run_bench("olmocr_memory.py", "--paths", "3000,6000", "--max-groups", "5")
+
+    assert [r["paths"] for r in result["runs"]] == [3000, 6000]
+    for run in result["runs"]:
+        assert run["groups"] == run["paths"] // 10 and run["index_bytes"] > 0
+        assert run["index_text_bytes"] > run["index_bytes"]
+        assert run["worker_report"]["processed"] >= 5 and run["groups_done"] >= 5
+        assert run["seconds_to_first_claim"] > 0
+        # The worker and, beside it, its processor host (a warden and the runner it forks) were measured.
+        assert 0 < run["worker_peak_rss_mb"] < run["total_peak_rss_mb"]
+    assert [t["met"] for t in result["targets"]] == [True, True]
+
+
+def test_scale_model_counts_the_protocol_requests_and_flags_a_prefix_over_its_limit():
+    done = subprocess.run([sys.executable, str(BENCH_DIR / "scale.py"), "--help"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "bench/scale.py" in done.stdout, done.stderr
+    # 2,000 groups on 10 and on 40 workers; 10,000 groups on 1,000 workers, swept to a processing time S3 cannot keep up with.
+    result = run_bench("scale.py", "--sizes", "20000:10,20000:40,100000:1000", "--sweep", "0.01,60", "--calibrate-paths", "5000")
+
+    assert result["calibration"]["source"].startswith("built-in")
+    few, more, many = result["sizes"]
+    for size in result["sizes"]:
+        drain = size["phases"]["drain"]
+        # Lock PUT, done-flag HEAD, done-flag PUT, lock DELETE; collisions and segment loads only add to them.
+        assert drain["uncontended_requests_per_group"] == {"DeleteObject": 1.0, "HeadObject": 1.0, "PutObject": 2.0}
+        assert all(drain["requests_per_group"][op] >= n for op, n in drain["uncontended_requests_per_group"].items())
+        # One done flag per group, whatever the contention.
+        assert drain["rates_per_second"]["done_flags/"]["PutObject"] == pytest.approx(drain["groups_per_second"], abs=0.02)
+        # Each worker: catalog, olmocr's index, its first segment and two LISTs of its flags, then a lock PUT and a HEAD.
+        assert size["phases"]["worker_start"]["requests_total"] == 7 * size["workers"]
+        for phase in size["phases"].values():
+            hot = phase["hottest"]
+            assert phase["exceeds_limit"] == (hot["rate_per_second"] > hot["limit"])
+            assert hot["partitions_needed"] == max(1, -(-hot["rate_per_second"] // hot["limit"]))
+        assert 0 < size["cost"]["queue_usd_total"] < size["cost"]["total_usd"]
+    assert few["groups"] == more["groups"] == 2000
+    assert more["phases"]["drain_loop"]["wall_seconds"] < few["phases"]["drain_loop"]["wall_seconds"]
+    assert not any(phase["exceeds_limit"] for size in (few, more) for phase in size["phases"].values())
+
+    sweep = {row["group_seconds"]: row for row in many["sweep"]}
+    hot = sweep[0.01]["hottest"]
+    assert sweep[0.01]["exceeds_limit"] and hot["prefix"] == "worker_locks/" and hot["partitions_needed"] >= 2
+    assert hot["rate_per_second"] >= 2 * sweep[0.01]["groups_per_second"]  # a lock PUT and DELETE per group
+    assert not sweep[60.0]["exceeds_limit"]
+    flagged = [f for f in result["flags"] if f["phase"] == "drain" and f["group_seconds"] == 0.01]
+    assert [(f["workers"], f["prefix"], f["partitions_needed"]) for f in flagged] == [(1000, "worker_locks/", hot["partitions_needed"])]
+
+
+def test_status_scale_counts_what_it_filled_and_models_the_big_sizes():
+    result = run_bench("status_scale.py", "--groups", "3000")
+
+    # The benchmark itself fails unless status and failures read back exactly what it filled.
+    status = result["status"]["status"]
+    assert (status["groups"], status["done"], status["failed"], status["locked"], status["released"]) == (3000, 1800, 30, 2, 1)
+    assert result["failures"]["failures"] == 30
+    # 3,000 groups: 16 partitions, three LISTs each (none past a page); the catalog, olmocr's index, the three unflagged locks.
+    assert result["partitions"] == 16
+    assert result["status"]["s3_requests"] == {"GetObject": 5, "ListObjectsV2": 48}
+    assert [row["status"]["groups"] for row in result["model"]["extrapolated"]] == [1_000_000, 10_000_000]
+    assert all(
+        row["status"]["seconds"] > 0 and row["status"]["bound_by"] in ("latency", "chain", "cpu") for row in result["model"]["extrapolated"]
+    )
+    assert result["status"]["peak_rss_mb"] > 0

@@ -14,10 +14,18 @@ import csv
 import hashlib
 import io
 import json
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
 
+import pytest
 import zstandard
 
 from s3wq import WorkIndex, Worker, WorkerSettings, queue_status
+from s3wq import index as index_module
+from s3wq.backends import S3Backend
 from s3wq.claims import Claim, ClaimProtocol
 
 # A lock is fresh for far longer than the worker may run, so it stays held.
@@ -116,7 +124,17 @@ def test_queue_status_counts_an_untouched_olmocr_workspace(backend):
 
     status = queue_status(backend)
     assert 1800 <= status.pop("wait_seconds") <= 1804
-    assert status == {"groups": 8, "paths": 14, "done": 3, "failed": 0, "locked": 1, "pending": 4, "remaining": 5, "finished": 3, "released": 0}
+    assert status == {
+        "groups": 8,
+        "paths": 14,
+        "done": 3,
+        "failed": 0,
+        "locked": 1,
+        "pending": 4,
+        "remaining": 5,
+        "finished": 3,
+        "released": 0,
+    }
 
 
 def test_s3wq_names_its_flags_and_locks_as_olmocr_does(backend):
@@ -152,3 +170,94 @@ def test_populating_an_olmocr_workspace_adds_only_the_paths_olmocr_did_not_index
     assert groups == {**{olmocr_hash(g): sorted(g) for g in OLMOCR_GROUPS}, olmocr_hash(new_paths): new_paths}
     # olmocr's own index object is left as olmocr wrote it.
     assert backend.read("work_index_list.csv.zstd").body == olmocr_index(OLMOCR_GROUPS)
+
+
+# --- many workers over a big olmocr index -------------------------------------------------------------
+
+BENCH_DIR = Path(__file__).resolve().parent.parent.parent / "bench"
+PUBLISHED_OLMOCR = BENCH_DIR / ".olmocr" / "olmocr-0.4.27.dist-info"
+SPREAD_WORKERS = 4
+
+
+def archive_paths(count: int) -> list[str]:
+    awkward = ["plain", "comma, in name", 'quote "in" name', "ünïcödé", "two  spaces"]
+    return [f"s3://archive/pdfs/{n:04d} {awkward[n % len(awkward)]}.pdf" for n in range(count)]
+
+
+def populate_with_published_olmocr(workspace: str, paths: list[str], group_size: int) -> None:
+    """olmocr's own populate_queue (the package installed for the benchmarks), in a process of its own."""
+    if not PUBLISHED_OLMOCR.exists():
+        pytest.skip("the published olmocr is not installed in bench/.olmocr (run a benchmark that uses it once)")
+    script = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import boto3, olmocr_queue; "
+        "olmocr_queue.populate(boto3.client('s3'), sys.argv[2], json.load(sys.stdin), int(sys.argv[3]))"
+    )
+    subprocess.run(
+        [sys.executable, "-c", script, str(BENCH_DIR), workspace, str(group_size)],
+        input=json.dumps(paths),
+        text=True,
+        check=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("populated_by", ["rebuilt-format", "published-olmocr"])
+def test_workers_spread_over_an_olmocr_index_in_many_parts_each_run_every_group_once(populated_by, s3_server, bucket, monkeypatch):
+    # Parts of 2 KiB and fetches of 512 bytes: a couple of hundred groups make
+    # some twenty parts, each its own stretch to enter, read piece by piece.
+    monkeypatch.setattr(index_module, "LEGACY_PART_CHARS", 2048)
+    monkeypatch.setattr(index_module, "FETCH_BYTES", 512)
+    paths, group_size = archive_paths(600), 3
+    workspace = f"s3://{bucket}/ws"
+    backend = S3Backend(s3_client=s3_server.client(), bucket=bucket, prefix="ws")
+    ordered = sorted(paths)
+    groups = [ordered[i : i + group_size] for i in range(0, len(ordered), group_size)]
+    if populated_by == "published-olmocr":
+        populate_with_published_olmocr(workspace, paths, group_size)
+    else:
+        backend.write("work_index_list.csv.zstd", olmocr_index(groups))
+    hashes = {olmocr_hash(g): sorted(g) for g in groups}
+    done_by_olmocr = sorted(hashes)[::7]
+    for hash_ in done_by_olmocr:
+        backend.write(olmocr_done_key(hash_), b"")
+    index = WorkIndex(backend)
+    refs = index.segment_refs()
+    part_of = {g.hash: ref.part for ref in refs for g in index.load_ref(ref)}
+    assert len(refs) >= 4 * SPREAD_WORKERS and sorted(part_of) == sorted(hashes)
+
+    runs: Counter = Counter()
+    first_group: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def record(group, ctx) -> None:
+        assert sorted(group.paths) == hashes[group.hash]
+        with lock:
+            runs[group.hash] += 1
+            first_group.setdefault(ctx.worker_id, group.hash)
+
+    workers = [
+        Worker(
+            S3Backend(s3_client=s3_server.client(), bucket=bucket, prefix="ws"),
+            record,
+            SETTINGS,
+            worker_id=f"w{i}",
+            position=i / SPREAD_WORKERS,
+        )
+        for i in range(SPREAD_WORKERS)
+    ]
+    reports: list = [None] * SPREAD_WORKERS
+    threads = [threading.Thread(target=lambda i=i: reports.__setitem__(i, workers[i].run())) for i in range(SPREAD_WORKERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+
+    # A worker that ends while a peer holds a group leaves it to that peer (whose lease outlasts it).
+    assert all(r is not None and r.stopped_reason in ("queue_empty", "locked_by_others") for r in reports), reports
+    assert runs == Counter({h: 1 for h in hashes if h not in done_by_olmocr})
+    assert list(backend.list_keys("done_flags/")) == sorted(olmocr_done_key(h) for h in hashes)
+    assert list(backend.list_keys("worker_locks/")) == list(backend.list_keys("failed_flags/")) == []
+    # Worker i of n entered the index i/n of the way through: its first group is from that part, not from the top.
+    assert [part_of[first_group[f"w{i}"]] for i in range(SPREAD_WORKERS)] == [
+        i * len(refs) // SPREAD_WORKERS for i in range(SPREAD_WORKERS)
+    ]

@@ -376,8 +376,14 @@ def test_a_corrupt_index_stops_every_command_with_one_line_naming_it_and_is_not_
         code = cli_main(command(s3_workspace, bucket))
 
         out, err = capsys.readouterr()
-        assert (code, out) == (1, ""), (name, err)
-        assert corrupt_key in one_line(err, "s3wq: failed: "), name
+        if name == "status" and corrupt.__name__.startswith("segment_"):
+            # status counts from the catalog and reads no segment (it must
+            # stay fast at millions of groups): a damaged segment is found by
+            # whoever loads it -- the commands above and below.
+            assert code == 0, err
+        else:
+            assert (code, out) == (1, ""), (name, err)
+            assert corrupt_key in one_line(err, "s3wq: failed: "), name
         assert objects(s3_client, bucket) == before, f"{name} changed the workspace"
 
 

@@ -272,3 +272,113 @@ def test_catalog_rejects_invalid_documents(data):
 def test_catalog_rejects_deeply_nested_garbage():
     with pytest.raises(IndexCorrupt):
         Catalog.from_json(b"[" * 100_000)
+
+
+# --- streaming: the same rows, a piece at a time -------------------------------------------------------
+
+
+def cut(data: bytes, points: list[int]) -> list[bytes]:
+    """``data`` cut at ``points`` (taken modulo its length + 1): consecutive pieces, some possibly empty."""
+    marks = sorted({p % (len(data) + 1) for p in points} | {0, len(data)})
+    return [data[a:b] for a, b in zip(marks, marks[1:])] or [b""]
+
+
+def in_frames(raw: bytes, points: list[int]) -> bytes:
+    """``raw`` compressed as consecutive zstd frames, cut at ``points`` (a frame may end inside a UTF-8 character)."""
+    return b"".join(zstd(piece) for piece in cut(raw, points))
+
+
+def reference_rows(text: str) -> tuple[list[tuple[int, int, list[str]]], bool]:
+    """(row number, start in characters, fields) as csv.reader reads the whole text, and whether it raised csv.Error."""
+    consumed = 0
+
+    def lines():
+        nonlocal consumed
+        for line in io.StringIO(text, newline=""):
+            consumed += len(line)
+            yield line
+
+    rows, start = [], 0
+    try:
+        for number, fields in enumerate(csv.reader(lines()), start=1):
+            rows.append((number, start, fields))
+            start = consumed
+    except csv.Error:
+        return rows, True
+    return rows, False
+
+
+def streamed_rows(pieces: list[bytes]) -> tuple[list[tuple[int, int, list[str]]], bool]:
+    rows = []
+    try:
+        for row in index_module._rows(pieces, SOURCE):
+            rows.append(row)
+    except IndexCorrupt as exc:
+        assert "source-name-under-test" in str(exc)
+        return rows, True
+    return rows, False
+
+
+CSV_TEXT = st.lists(st.sampled_from(AWKWARD + ['""', "\r\n", "a", "b,c"]) | ANY_CHAR, max_size=40).map("".join)
+CUTS = st.lists(st.integers(min_value=0, max_value=10**6), max_size=4)
+
+
+@settings(max_examples=300)
+@given(CSV_TEXT, CUTS, CUTS)
+@example('a,"b\r\nc",d\r\n\r\n"x""y"\n', [11], [5])
+@example("a\r\nb\r", [2], [])  # a "\r" ending a frame may be half of "\r\n"
+@example('a"b,c\n"d', [], [])  # a quote inside an unquoted field, and one never closed
+def test_streamed_rows_are_the_rows_of_the_whole_text(text, frame_cuts, piece_cuts):
+    pieces = cut(in_frames(text.encode("utf-8"), frame_cuts), piece_cuts)
+    assert streamed_rows(pieces) == reference_rows(text)
+
+
+@settings(max_examples=150)
+@given(groups_of(path_text()), CUTS, CUTS)
+def test_stream_groups_of_any_frames_and_pieces_equals_decode(groups, frame_cuts, piece_cuts):
+    raw = zstandard.ZstdDecompressor().decompress(encode_groups(groups))
+    pieces = cut(in_frames(raw, frame_cuts), piece_cuts)
+    assert list(index_module.stream_groups(pieces, "segment")) == groups == decode_groups(b"".join(pieces), "segment")
+
+
+@settings(max_examples=100)
+@given(groups_of(path_text(exclude="\r\n")), CUTS)
+def test_stream_groups_reads_olmocr_index_as_olmocr_does(groups, piece_cuts):
+    data = olmocr_style_index(groups)
+    assert list(index_module.stream_groups(cut(data, piece_cuts), layout.LEGACY_INDEX_KEY)) == read_like_olmocr(data)
+
+
+def test_stream_groups_reads_every_frame():
+    first = [Group("a" * 40, ("s3://b/one",))]
+    second = [Group("b" * 40, ("s3://b/two", "s3://b/three"))]
+    data = encode_groups(first) + zstd(b"") + encode_groups(second)
+    for pieces in ([data], [bytes([b]) for b in data]):
+        assert list(index_module.stream_groups(pieces, "segment")) == first + second
+
+
+def test_a_cut_short_index_is_corrupt_wherever_it_is_cut():
+    groups = [Group(layout.group_hash([f"p{i}"]), (f"p{i}", f"q{i}")) for i in range(40)]
+    data = encode_groups(groups[:20]) + encode_groups(groups[20:])
+    first_frame_ends = len(encode_groups(groups[:20]))
+    for end in range(len(data)):
+        if end == first_frame_ends:
+            continue  # the first frame whole: a shorter index, not a cut one
+        with pytest.raises(IndexCorrupt, match="source-name-under-test"):
+            list(index_module.stream_groups(cut(data[:end], [end // 3]), SOURCE))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b"hash,path\n", id="not-zstd"),
+        pytest.param(zstd(b"ok") + b"trailing garbage", id="garbage-after-a-frame"),
+        pytest.param(zstd(b"\xff\xfe not utf-8"), id="zstd-of-non-utf8"),
+        pytest.param(zstd("é".encode()[:1]), id="text-ends-inside-a-character"),
+        pytest.param(zstd(("a" * 40 + ",s3://b/k\n" + "b" * 40 + "\n").encode()), id="row-without-paths"),
+        pytest.param(zstd(("a" * 40 + ',"s3://b/' + "x" * 200_000 + '"\n').encode()), id="field-over-csv-limit"),
+    ],
+)
+def test_streamed_corrupt_index_raises_index_corrupt_naming_source(data):
+    with pytest.raises(IndexCorrupt, match="source-name-under-test"):
+        list(index_module.stream_groups(cut(data, [len(data) // 2]), SOURCE))

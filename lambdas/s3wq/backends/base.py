@@ -32,11 +32,27 @@ class Backend(Protocol):
     # How far ``StoredObject.age_seconds`` may trail the true age: waiting
     # this much longer than a lease guarantees the store calls a lock stale.
     clock_resolution_seconds: float
+    # Whether ``list_keys`` of a narrow prefix costs less than of a wide one:
+    # true for S3, which lists from its sorted index only the keys that match;
+    # false for a directory, which is read whole whatever the prefix. Readers
+    # that could list a keyspace in many narrow prefixes list it whole when
+    # this is false.
+    narrow_listing_is_cheap: bool
 
     def read(self, key: str) -> StoredObject:
         """Return the object's body, ETag and age.
 
         Raise ObjectNotFound if the key does not exist.
+        """
+
+    def read_range(self, key: str, start: int, length: int, etag: str | None = None) -> StoredObject:
+        """Return bytes ``start`` to ``start + length`` of the object (fewer only at its end, none past it), its ETag and age.
+
+        The bytes and the ETag come from one version of the object. With
+        ``etag``, only if the object's ETag still is ``etag``: raise
+        ObjectChanged otherwise, so that a reader fetching an object a piece
+        at a time never mixes two versions. Raise ObjectNotFound if the key
+        does not exist.
         """
 
     def exists(self, key: str) -> bool:
