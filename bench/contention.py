@@ -61,6 +61,7 @@ ENDPOINTS = (CPU, LATENCY)
 # Far longer than any run: no lock goes stale, in any queue.
 LEASE_SECONDS = 600.0
 SECONDS_PER_RUN = 4.0  # aimed at, for one worker on the latency endpoint
+MIN_GROUPS_PER_WORKER = 20
 TARGET_REQUESTS_PER_GROUP = 4.0
 TARGET_LATENCY_SPEEDUP = 2.0
 TARGET_CPU_UNINDEXED_SPEEDUP = 1.3
@@ -73,7 +74,8 @@ PROCESSOR = "bench_processor:mark"
 
 def groups_for(workers: int, work_ms: float, max_groups: int, per_worker: int | None = None) -> int:
     """Enough groups that each worker has about SECONDS_PER_RUN of work (a group costs ~0.1 s of S3 waits)."""
-    per_worker = per_worker or max(4, int(SECONDS_PER_RUN / (work_ms / 1000 + 0.1)))
+    # At least MIN_GROUPS_PER_WORKER: with fewer, a run measures its start and its tail, not the queue.
+    per_worker = per_worker or max(MIN_GROUPS_PER_WORKER, int(SECONDS_PER_RUN / (work_ms / 1000 + 0.1)))
     return max(2, min(max_groups, workers * per_worker))
 
 
@@ -347,7 +349,7 @@ def main() -> None:
     parser.add_argument("--work-ms", default="0,50,500", help="comma-separated processing times per group in ms (default 0,50,500)")
     parser.add_argument("--queues", default=",".join(QUEUES), help=f"comma-separated, of {', '.join(QUEUES)} (default all)")
     parser.add_argument("--max-groups", type=int, default=1000, help="most groups per run (default 1000)")
-    parser.add_argument("--groups-per-worker", type=int, help="groups per worker (default: about 4 s of work for each)")
+    parser.add_argument("--groups-per-worker", type=int, help="groups per worker (default: about 4 s of work for each, and at least 20)")
     parser.add_argument("--threads-from", type=int, default=64, help="from this many workers, run them as threads of one process (default 64)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds any one run may take before it is stopped (default 900)")
     args = parser.parse_args()

@@ -92,7 +92,8 @@ def s3_dollars(requests_by_operation: dict[str, float]) -> float:
 def status_call(groups: int) -> dict[str, float]:
     """Requests of one status count on ``groups`` groups in one populate, all of them done (its longest listing).
 
-    The catalog and the look for olmocr's index (no segment is read); for
+    The catalog (twice: before and after the flags) and the look for
+    olmocr's index (no segment is read); for
     each hash-prefix partition (``status.partition_digits``) a LIST of its
     failed flags, of its locks and of its done flags, one more per further
     1,000 done flags. The locks with neither flag, about one per live
@@ -100,7 +101,7 @@ def status_call(groups: int) -> dict[str, float]:
     """
     partitions = 16 ** partition_digits(groups)
     done_pages = max(1, math.ceil(groups / partitions / LIST_PAGE_KEYS))
-    return {"GetObject": 2, "ListObjectsV2": partitions * (done_pages + 2)}
+    return {"GetObject": 3, "ListObjectsV2": partitions * (done_pages + 2)}
 
 
 def s3_queue(requests_per_group: dict[str, float], *, latency_ms: float, group_seconds: float, workers: int) -> dict:

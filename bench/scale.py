@@ -558,7 +558,7 @@ def status_call(groups: int, live_locks: int, lat: Latency) -> tuple[dict, float
     done_pages = max(1, math.ceil(groups / partitions / LIST_PAGE_KEYS))
     lock_pages = max(1, math.ceil(live_locks / partitions / LIST_PAGE_KEYS))
     tally: dict = {}
-    _add(tally, "GetObject", CATALOG, 1)
+    _add(tally, "GetObject", CATALOG, 2)  # before the flags (the partitions) and after them (the counts)
     _add(tally, "GetObject", LEGACY, 1)
     _add(tally, "ListObjectsV2", FAILED, partitions)
     _add(tally, "ListObjectsV2", LOCKS, partitions * lock_pages)
@@ -569,7 +569,7 @@ def status_call(groups: int, live_locks: int, lat: Latency) -> tuple[dict, float
     busy = (lists * page + live_locks * lat.status_get) / MAX_PARALLEL_REQUESTS
     chain = (1 + lock_pages + done_pages) * page + (lat.status_get if live_locks else 0.0)
     scan = max(busy, chain)
-    return tally, 2 * lat.request + scan, {"partitions": partitions, "list_pages": lists, "lock_reads": live_locks, "scan_seconds": scan}
+    return tally, 3 * lat.request + scan, {"partitions": partitions, "list_pages": lists, "lock_reads": live_locks, "scan_seconds": scan}
 
 
 def model_status(groups: int, workers: int, lat: Latency) -> dict:

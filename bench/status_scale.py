@@ -252,8 +252,8 @@ def model_status(groups: int, costs: dict) -> dict:
     partitions = 16 ** partition_digits(groups)
     done, failed, extra_locks = groups * DONE_FRACTION, groups * FAILED_FRACTION, groups * LOCKS_PER_THOUSAND / 1000
     per_partition = pages(done / partitions) + pages(failed / partitions) + pages((failed + extra_locks) / partitions)
-    # GETs: the catalog, the look for olmocr's index, every lock with neither flag.
-    gets = 2 + round(extra_locks)
+    # GETs: the catalog (before the flags and again after them), the look for olmocr's index, every lock with neither flag.
+    gets = 3 + round(extra_locks)
     return bounded(groups, partitions * per_partition, per_partition, done + 2 * failed + extra_locks, gets, costs, partitions=partitions)
 
 

@@ -568,6 +568,22 @@ class WorkIndex:
                 continue
         raise IndexContention(f"{layout.LEGACY_INDEX_KEY} was replaced {MAX_LEGACY_READS} times while it was read")
 
+    def legacy_counts(self) -> tuple[int, int]:
+        """Groups and paths in olmocr's index ((0, 0) if there is none), streamed: one version counted, whole."""
+        for _ in range(MAX_LEGACY_READS):
+            head = self._legacy_head()
+            if head is None:
+                return 0, 0
+            groups = paths = 0
+            try:
+                for group in _StoredIndexStream(self.backend, layout.LEGACY_INDEX_KEY, head.etag).groups():
+                    groups += 1
+                    paths += len(group.paths)
+                return groups, paths
+            except ObjectChanged:
+                continue  # replaced while counted: count the new version from its top
+        raise IndexContention(f"{layout.LEGACY_INDEX_KEY} was replaced {MAX_LEGACY_READS} times while it was read")
+
     def iter_groups(self) -> Iterator[Group]:
         """Every group once: the catalog's segments one at a time, then olmocr's index streamed.
 

@@ -108,13 +108,11 @@ def index_counts(backend: Backend) -> tuple[int, int]:
     own populate reads only its own index: paths it adds after s3wq indexed
     them are stored, and counted, twice.
     """
-    catalog, _ = WorkIndex(backend).read_catalog()
-    groups, paths = catalog.groups, catalog.paths
+    index = WorkIndex(backend)
+    catalog, _ = index.read_catalog()
     # olmocr records no counts: its index is streamed, and counted as it is read.
-    for group in WorkIndex(backend).legacy_groups():
-        groups += 1
-        paths += len(group.paths)
-    return groups, paths
+    legacy_groups, legacy_paths = index.legacy_counts()
+    return catalog.groups + legacy_groups, catalog.paths + legacy_paths
 
 
 def catalog_groups(backend: Backend) -> int:
@@ -203,9 +201,16 @@ def _list_partition(backend: Backend, partition: str) -> _Listing:
     return _Listing(PartitionFlags(partition, done, frozenset(failed)), sorted(locks))
 
 
-def _read_unflagged(backend: Backend, hash_: str, foreign_lock_timeout: float) -> UnflaggedLock | None:
+def _read_unflagged(backend: Backend, hash_: str, foreign_lock_timeout: float) -> UnflaggedLock | PartitionFlags | None:
     state = read_lock(backend, hash_, foreign_lock_timeout=foreign_lock_timeout)
-    return None if state is None else UnflaggedLock(hash_, state)
+    if state is not None:
+        return UnflaggedLock(hash_, state)
+    # The lock went between the listing and the read: most often its group
+    # finished (the done flag goes first), which is what the drain loop
+    # must see; otherwise it was handed back by deletion, and is pending.
+    if backend.exists(layout.done_key(hash_)):
+        return PartitionFlags(hash_, 1, frozenset())
+    return None
 
 
 def scan_flags(
@@ -269,10 +274,10 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
     ``digits`` overrides how many hex digits of hash prefix the flags are
     partitioned by (:func:`flag_partitions`).
     """
-    groups, paths = index_counts(backend)
+    partitions = flag_partitions(backend, catalog_groups(backend), digits)
     done = failed = live = released = 0
     longest_stale_in = 0.0
-    for item in scan_flags(backend, flag_partitions(backend, groups, digits), foreign_lock_timeout=foreign_lock_timeout):
+    for item in scan_flags(backend, partitions, foreign_lock_timeout=foreign_lock_timeout):
         if isinstance(item, PartitionFlags):
             done += item.done
             failed += len(item.failed)
@@ -283,6 +288,10 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
             longest_stale_in = max(longest_stale_in, item.state.stale_in)
         elif item.state.released:
             released += 1
+    # The index is counted after the flags: it only grows, so every flag
+    # listed names a group counted here, even if a populate and its workers
+    # ran while the flags were listed.
+    groups, paths = index_counts(backend)
     done = min(done, groups)
     failed = min(failed, groups - done)
     live = min(live, groups - done - failed)

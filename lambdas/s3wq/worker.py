@@ -54,6 +54,9 @@ LISTING_GROUPS_PER_PAGE = 50
 # How a run that ends with the group settled for good ends.
 _FINISHED = ("done", "failed")
 _LIST_PAGE = 1000
+# Claims ahead are timed from this many recent runs and claims, with this much to spare.
+_RECENT = 5
+_CLAIM_LEAD_SPARE_SECONDS = 0.05
 
 
 @dataclass
@@ -131,37 +134,72 @@ class _Ahead:
     that even a processor that takes no time waits for the longer of them,
     not for both. The threads are the worker's own pool, kept from group to
     group.
+
+    The next claim is made just in time rather than at once: ``claim_after``
+    seconds into the run (when the run is expected to be ``lead`` seconds
+    from its end), or as soon as the run ends if that comes first. A group
+    claimed at the start of a long run would sit locked and idle for all of
+    it, while a peer that ran out of work waits for it at the end of the
+    queue; claimed a moment before it is needed, it waits a moment.
     """
 
-    def __init__(self, pool: ThreadPoolExecutor, *, finish: Callable[[], None] | None, prefetch: Callable[[], "tuple[Group, Claim] | None"]):
+    def __init__(
+        self,
+        pool: ThreadPoolExecutor,
+        *,
+        finish: Callable[[], None] | None,
+        prefetch: Callable[[], "tuple[Group, Claim] | None"],
+        claim_after: float = 0.0,
+    ):
         self._pool = pool
-        self._jobs: list[Callable[[], object]] = [prefetch] + ([finish] if finish is not None else [])
+        self._claim_after = claim_after
+        self._run_over = threading.Event()
+        self._jobs: list[Callable[[], object]] = [self._when_due(prefetch)] + ([finish] if finish is not None else [])
         self._futures: list[Future] = []
         self._done = False
-        self.seconds = 0.0
+        self.seconds = 0.0  # the longest job, waiting excluded
+        self.claim_seconds: float | None = None  # how long the claim itself took
         self.overlapped = False
+
+    def _when_due(self, prefetch: Callable[[], "tuple[Group, Claim] | None"]) -> Callable[[], object]:
+        def claim_when_due() -> object:
+            if self._claim_after > 0:
+                self._run_over.wait(self._claim_after)
+            began = time.monotonic()
+            try:
+                return prefetch()
+            finally:
+                self.claim_seconds = time.monotonic() - began
+
+        return claim_when_due
 
     def _timed(self, job: Callable[[], object]) -> object:
         began = time.monotonic()
         try:
             return job()
         finally:
-            self.seconds = max(self.seconds, time.monotonic() - began)
+            spent = time.monotonic() - began
+            if job is self._jobs[0] and self.claim_seconds is not None:
+                spent = self.claim_seconds
+            self.seconds = max(self.seconds, spent)
 
     def start(self) -> None:
         if not self._futures and not self._done:
             self._futures = [self._pool.submit(self._timed, job) for job in self._jobs]
 
     def ran(self, seconds: float) -> None:
-        """The processor ran this long: the helpers' work was hidden behind it."""
+        """The processor ran this long: the helpers' work was hidden behind it, and the claim is due now."""
+        self._run_over.set()
         self.overlapped = bool(self._futures)
 
     def wait(self) -> None:
+        self._run_over.set()
         futures_wait(self._futures)
         self._done = True
 
     def result(self, *, quiet: bool = False) -> "tuple[Group, Claim] | None":
         """The claim made ahead (the work done now, here, if no run ever started it)."""
+        self._run_over.set()
         if not self._futures and not self._done:
             outcomes: list = []
             for job in self._jobs:
@@ -219,6 +257,9 @@ class Worker:
         self.report = WorkerReport(worker_id=self.worker_id)
         self._report_lock = threading.Lock()
         self.longest_group_seconds = 0.0
+        # The last few runs and claims, to time each claim made ahead.
+        self._recent_run_seconds: deque[float] = deque(maxlen=_RECENT)
+        self._recent_claim_seconds: deque[float] = deque(maxlen=_RECENT)
         # A group that returned, whose done flag and release wait for the next run to overlap.
         self._deferred: Callable[[], None] | None = None
         self._ahead_pool: ThreadPoolExecutor | None = None
@@ -237,12 +278,15 @@ class Worker:
     def has_time(self, reserve: float = 0.0) -> bool:
         return self._budget() - reserve >= max(self.longest_group_seconds, MIN_RUN_SECONDS)
 
-    def _stopping(self, reserve: float = 0.0) -> bool:
+    def _stopping(self, reserve: float = 0.0, *, record: bool = True) -> bool:
+        """Whether to claim nothing more; ``record``, the reason goes in the report (not for a claim ahead, which only defers)."""
         if self.stop is not None and self.stop.requested:
-            self.report.stopped_reason = "interrupted"
+            if record:
+                self.report.stopped_reason = "interrupted"
             return True
         if not self.has_time(reserve):
-            self.report.stopped_reason = "time_limit"
+            if record:
+                self.report.stopped_reason = "time_limit"
             return True
         return False
 
@@ -305,7 +349,7 @@ class Worker:
             if walk.view is None or not walk.ahead:
                 if walk.next_segment >= len(walk.refs):
                     return None
-                if self._stopping(reserve):
+                if self._stopping(reserve, record=not ahead_of_a_run):
                     return None
                 n = walk.next_segment
                 walk.next_segment += 1
@@ -315,14 +359,22 @@ class Worker:
                 walk.ahead = deque(walk.view.groups[cut:] + walk.view.groups[:cut])
                 continue
             view, ahead = walk.view, walk.ahead
-            group = ahead.popleft()
-            if group.hash in view.finished:
+            if ahead[0].hash in view.finished:
+                ahead.popleft()
                 continue
-            if self._stopping(reserve):
+            # Checked before the group leaves the walk: a claim ahead that
+            # stops here leaves it for the main walk.
+            if self._stopping(reserve, record=not ahead_of_a_run):
                 return None
+            group = ahead.popleft()
             outcome = self._claim_group(group, checked_failed=view.listed, reserve=reserve, host_in_use=ahead_of_a_run, behind=behind)
             if isinstance(outcome, Claim):
                 return group, outcome
+            if ahead_of_a_run and outcome == "not_enough_time":
+                # Too little time with the run in front subtracted, not with
+                # this worker's whole time: the main walk tries it again.
+                ahead.appendleft(group)
+                return None
             if isinstance(outcome, Held):
                 walk.waiting[group.hash] = group
             elif outcome == "already_finished" and view.listed:
@@ -413,7 +465,11 @@ class Worker:
                 self.report.stopped_reason = "locked_by_others"
                 return
             self._sleep(max(0.0, min(pause, soonest)))
-            pause = min(pause * 2, 5.0)
+            # Back off, but not past a group's length: the held groups are
+            # most often simply finished by their holders, and the last of
+            # them decides when this round of the fleet ends.
+            # (A worker that has run nothing yet knows no length: up to 5 s.)
+            pause = min(pause * 2, max(0.2, min(5.0, self.longest_group_seconds or 5.0)))
             for hash_, group in list(waiting.items()):
                 if self._stopping():
                     return
@@ -478,11 +534,12 @@ class Worker:
             self._count("lost_locks", 1)
 
     def _fail(self, group: Group, claim: Claim, error: str, started: float, *, outcome: str = ERROR, attempts: int | None = None) -> str:
-        if not self.protocol.finalize_failed(claim, group, error, outcome=outcome, attempts=attempts):
+        ours = self.protocol.finalize_failed(claim, group, error, outcome=outcome, attempts=attempts)
+        if not ours:
             self._count("lost_locks", 1)
         self._count("failed", 1)
         self.observer.group_finished(group, claim, "failed", clock.now() - started)
-        return "failed"
+        return "failed" if ours else "lost"
 
     def _attempt(
         self, group: Group, claim: Claim, *, prefetch: Callable[[], "tuple[Group, Claim] | None"] | None = None
@@ -504,19 +561,39 @@ class Worker:
             return self._run_group(group, claim, None), None
         if self._ahead_pool is None:
             self._ahead_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="s3wq-ahead")
-        ahead = _Ahead(self._ahead_pool, finish=self._take_deferred(), prefetch=prefetch)
+        ahead = _Ahead(self._ahead_pool, finish=self._take_deferred(), prefetch=prefetch, claim_after=self._claim_due_after())
         try:
             outcome = self._run_group(group, claim, ahead)
         except BaseException:
             self._give_back_ahead(ahead.result(quiet=True))
             raise
-        claimed = ahead.result()
+        try:
+            claimed = ahead.result()
+        except BaseException:
+            # The release of the last group failed (a storage error) or the
+            # wait was interrupted: the claim made ahead goes back unrun.
+            self._give_back_ahead(ahead.result(quiet=True))
+            raise
+        if ahead.claim_seconds is not None:
+            self._recent_claim_seconds.append(ahead.claim_seconds)
         if ahead.overlapped:
             self._count("overlapped_seconds", round(ahead.seconds, 3))
         if claimed is not None and self.stop is not None and self.stop.requested:
             self._give_back_ahead(claimed)
             claimed = None
         return outcome, claimed
+
+    def _claim_due_after(self) -> float:
+        """How far into the coming run to claim the next group: its expected length less the claim's, with room to spare.
+
+        Expected lengths are the shortest of the last few runs and the
+        longest of the last few claims, so that a run shorter than usual
+        rarely waits on its next claim; nothing known yet, the claim goes at once.
+        """
+        if not self._recent_run_seconds:
+            return 0.0
+        lead = 2 * max(self._recent_claim_seconds, default=0.1) + _CLAIM_LEAD_SPARE_SECONDS
+        return max(0.0, min(self._recent_run_seconds) - lead)
 
     def _give_back_ahead(self, claimed: "tuple[Group, Claim] | None") -> None:
         if claimed is not None:
@@ -548,16 +625,16 @@ class Worker:
         """
         if not lease.held():
             return self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
-        if self.protocol.mark_done(claim):
-            self._count("processed", 1)
-        else:
-            self._count("already_finished", 1)
+        ours = self.protocol.mark_done(claim)
+        self._count("processed" if ours else "already_finished", 1)
         if defer_release:
             self._deferred = functools.partial(self._release, claim)
         else:
             self._release(claim)
         self.observer.group_finished(group, claim, "done", clock.now() - started)
-        return "done"
+        # A claim made behind this one runs only if the flag names this claim:
+        # a taker tells whether it ran by that (see ClaimProtocol.claim).
+        return "done" if ours else "already_finished"
 
     def _run_group(self, group: Group, claim: Claim, ahead: "_Ahead | None") -> str:
         """Run the group until it is done, failed or given up here; which of them (see _FINISHED)."""
@@ -585,7 +662,17 @@ class Worker:
             stop_at = clock.now() + budget
             keeper = LeaseKeeper(self.protocol, claim, stop_at=stop_at)
             if not keeper.state.held():
-                # Claimed too long ago (a pause since, or a claim made ahead of a long run): a taker may be starting.
+                # Claimed too long ago (a claim made ahead of a long run, a
+                # pause since). Renewing is still safe: it is a write on our
+                # own ETag, which any takeover of the lock would have changed.
+                renewed = self.protocol.renew(claim)
+                if renewed is None:
+                    self._count("lost_locks", 1)
+                    return "lost"  # taken over: the group is its taker's now
+                claim = renewed
+                keeper = LeaseKeeper(self.protocol, claim, stop_at=stop_at)
+            if not keeper.state.held():
+                # The renewal took the whole lease (a store that barely answers): a taker may be starting.
                 return self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
             if ahead is not None:
                 ahead.start()
@@ -613,6 +700,7 @@ class Worker:
                 end = Stopped(LOST if keeper.state.lost else EXPIRED)
             if isinstance(end, Returned):
                 self.longest_group_seconds = max(self.longest_group_seconds, ran)
+                self._recent_run_seconds.append(ran)
                 return self._complete(group, claim, keeper.state, started, defer_release=ahead is not None)
             if isinstance(end, Stopped):
                 return self._stopped(group, claim, end, ran, started, budget=budget)

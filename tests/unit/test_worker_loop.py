@@ -11,6 +11,7 @@ from s3wq import layout
 from s3wq.bodies import FAILED, LOST, TIMEOUT, LockBody
 from s3wq.claims import ClaimProtocol
 from s3wq.config import WorkerSettings
+from s3wq.errors import ObjectNotFound
 from s3wq.index import WorkIndex
 from s3wq.status import queue_status
 from s3wq.stopping import GracefulStop
@@ -152,4 +153,54 @@ def test_a_stop_requested_before_the_first_claim_claims_nothing(local_backend):
 
     assert (report.stopped_reason, processor.calls) == ("interrupted", [])
     assert stop.exit_code == 143
+    assert keys(local_backend, "worker_locks/") == []
+
+
+def claimed_behind(backend, hash_: str) -> int:
+    """How many locks were claimed ahead behind the run of ``hash_``."""
+    found = 0
+    for key in backend.list_keys("worker_locks/"):
+        try:
+            body = LockBody.decode(backend.read(key).body)
+        except ObjectNotFound:
+            continue  # released meanwhile
+        found += body is not None and body.behind == hash_
+    return found
+
+
+def test_the_next_group_is_claimed_at_once_behind_a_first_run_and_just_in_time_behind_later_ones(local_backend):
+    groups = populated(local_backend, 4, 1)
+    early_claims: list[int] = []
+
+    def processor(group, ctx):
+        # The first run has no history: its next group is claimed at once.
+        # Later runs are expected to take about a second, so a claim made
+        # 0.1 s in would hold its group idle for most of a run.
+        first = not early_claims
+        time.sleep(0.3 if first else 0.1)
+        early_claims.append(claimed_behind(ctx.backend, group.hash))
+        time.sleep(0.7 if first else 0.9)
+
+    report = Worker(local_backend, processor, WorkerSettings(time_limit=LONG), worker_id="w1").run()
+
+    assert report.processed == len(groups) and report.overlapped_seconds > 0
+    assert early_claims == [1, 0, 0, 0]
+    assert keys(local_backend, "worker_locks/") == []
+
+
+def test_a_claim_made_ahead_that_outlived_its_lease_behind_a_long_run_is_renewed_and_run(local_backend):
+    groups = populated(local_backend, 2, 1)
+    processor = Recorder()
+    first_run_seconds = 2.5  # the next group, claimed at once behind it, is past its 1 s lease by the end
+
+    def slow_first(group, ctx):
+        if not processor.calls:
+            time.sleep(first_run_seconds)
+        processor(group, ctx)
+
+    report = Worker(local_backend, slow_first, WorkerSettings(time_limit=LONG, lease=1), worker_id="w1").run()
+
+    assert (report.processed, report.lost_locks, report.stopped_reason) == (len(groups), 0, "queue_empty")
+    assert report.renewals >= 2  # the long run's own lease, kept
+    assert sorted(h for h, _ in processor.calls) == sorted(g.hash for g in groups)
     assert keys(local_backend, "worker_locks/") == []
