@@ -243,7 +243,7 @@ def latency_from_args(s3_latency_ms: float, list_page_ms: float, status_file: st
         raise SystemExit(f"{status_file}: not a status_scale.py result (no latency.list_page_seconds / get_seconds): {exc}") from None
     source = (
         f"--s3-latency-ms {s3_latency_ms:g}; LIST page and status's lock GET from {status_file}: status_scale.py, "
-        f"{doc.get('date', '?')}, {doc.get('endpoint', '?')} (a local server's LIST scans its whole bucket)"
+        f"{doc.get('date', '?')}, {doc.get('endpoint', '?')}"
     )
     return Latency(request, list_page, get, source)
 
