@@ -7,11 +7,13 @@ import os
 import signal
 import time
 
+import pytest
+
 from s3wq import layout
 from s3wq.bodies import FAILED, LOST, TIMEOUT, LockBody
 from s3wq.claims import ClaimProtocol
 from s3wq.config import WorkerSettings
-from s3wq.errors import ObjectNotFound
+from s3wq.errors import ObjectNotFound, StorageError
 from s3wq.index import WorkIndex
 from s3wq.status import queue_status
 from s3wq.stopping import GracefulStop
@@ -204,3 +206,39 @@ def test_a_claim_made_ahead_that_outlived_its_lease_behind_a_long_run_is_renewed
     assert report.renewals >= 2  # the long run's own lease, kept
     assert sorted(h for h, _ in processor.calls) == sorted(g.hash for g in groups)
     assert keys(local_backend, "worker_locks/") == []
+
+
+class FailingFirstRelease:
+    """The workspace, except that the first lock release fails as a storage error would."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.failed = False
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def delete(self, key, etag=None):
+        if key.startswith("worker_locks/") and not self.failed:
+            self.failed = True
+            raise StorageError(f"DELETE {key} failed: injected")
+        return self.inner.delete(key, etag)
+
+
+def test_a_release_that_fails_behind_a_run_gives_back_the_claim_made_ahead_and_stops_the_worker(local_backend):
+    groups = populated(local_backend, 3, 1)
+    ran: list[str] = []
+
+    def processor(group, ctx):
+        ran.append(group.hash)
+        time.sleep(0.2)
+
+    with pytest.raises(StorageError):
+        Worker(FailingFirstRelease(local_backend), processor, WorkerSettings(time_limit=LONG), worker_id="w1").run()
+
+    # The first group's release failed while the second ran; the second's
+    # done flag was written; the third, claimed ahead, never ran and holds no lock.
+    assert len(ran) == 2 and set(ran) < {g.hash for g in groups}
+    [never_ran] = {g.hash for g in groups} - set(ran)
+    assert keys(local_backend, "done_flags/") == sorted(layout.done_key(h) for h in ran)
+    assert layout.lock_key(never_ran) not in keys(local_backend, "worker_locks/")
