@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 the store or the run failed, 2 bad input (nothing chang
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import logging
 import signal
@@ -140,7 +141,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     failures = list_failures(_backend(args.workspace))
 
     def human(d: dict) -> str:
-        lines = [f"{len(d['failures'])} failed groups"]
+        lines = [_plural(len(d["failures"]), "failed group")]
         for f in d["failures"]:
             lines.append(f"{f['hash']}  attempts={f['attempts']}  kind={f['kind']}  {f['error']}")
             lines.extend(f"    {p}" for p in f["paths"])
@@ -208,9 +209,9 @@ def cmd_requeue_failed(args: argparse.Namespace) -> int:
     result = requeue_failed(_backend(args.workspace), hashes=args.hash)
 
     def human(d: dict) -> str:
-        line = f"requeued {len(d['requeued'])} failed groups"
+        line = f"requeued {_plural(len(d['requeued']), 'failed group')}"
         if d["skipped_live"]:
-            line += f"; {len(d['skipped_live'])} held by a live worker were left alone (run again once it is done)"
+            line += f"; {_plural(len(d['skipped_live']), 'group')} held by a live worker left alone (run again once it is done)"
         return line
 
     _emit(args, asdict(result), human)
@@ -219,7 +220,7 @@ def cmd_requeue_failed(args: argparse.Namespace) -> int:
 
 def cmd_release_locks(args: argparse.Namespace) -> int:
     released = release_locks(_backend(args.workspace), args.worker_id)
-    _emit(args, {"released": released}, lambda d: f"released {len(d['released'])} locks held by {args.worker_id}")
+    _emit(args, {"released": released}, lambda d: f"released {_plural(len(d['released']), 'lock')} held by {args.worker_id}")
     return EXIT_OK
 
 
@@ -237,25 +238,61 @@ def cmd_local_up(args: argparse.Namespace) -> int:
     return run_up(port=args.port, workers=args.workers, group_size=args.group_size, processor=args.processor)
 
 
+def _whole_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r:.40}") from None
+
+
+def _finite_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r:.40}") from None
+    if not math.isfinite(value):
+        # inf would run forever and nan compares false with everything: neither is a setting.
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r:.40}")
+    return value
+
+
 def _positive_int(text: str) -> int:
-    value = int(text)
+    value = _whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
 def _non_negative_int(text: str) -> int:
-    value = int(text)
+    value = _whole_number(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
+    value = _finite_number(text)
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+        raise argparse.ArgumentTypeError(f"must be positive, got {value:g}")
     return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = _finite_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value:g}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _whole_number(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port, 1 to 65535, got {value}")
+    return value
+
+
+def _plural(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 class _OneLineErrors(argparse.ArgumentParser):
@@ -285,6 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     def add(name: str, help_: str, example: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}", formatter_class=formatter)
         p.add_argument("--json", action="store_true", help="print one JSON object")
+        # -v after the command too (SUPPRESS: absent here, the one before the command stands).
+        p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log what the worker does")
         return p
 
     p = add(
@@ -336,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("--worker-id", help="name recorded in locks and flags (default: random)")
-    p.add_argument("--worker-index", type=int, metavar="I", help="this worker's number, 0..N-1, when N start together (spreads them out)")
+    p.add_argument("--worker-index", type=_non_negative_int, metavar="I", help="this worker's number, 0..N-1, when N start together (spreads them out)")
     p.add_argument("--workers", type=_positive_int, metavar="N", help="how many workers start together (with --worker-index)")
     p.add_argument(
         "--time-limit",
@@ -361,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"how long a lock s3wq cannot read (olmocr's) is honoured (default {FOREIGN_LOCK_TIMEOUT_SECONDS:.0f}, olmocr's own)",
     )
     p.add_argument("--max-attempts", type=_positive_int, default=DEFAULT_MAX_ATTEMPTS, help=f"attempts before a group fails (default {DEFAULT_MAX_ATTEMPTS})")
-    p.add_argument("--safety-margin", type=float, help="seconds kept free before the deadline (default: 5%% of the limit, 0.2-10 s)")
+    p.add_argument("--safety-margin", type=_non_negative_float, help="seconds kept free before the deadline (default: 5%% of the limit, 0.2-10 s)")
     p.add_argument(
         "--processor",
         default=DEFAULT_PROCESSOR,
@@ -395,6 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_local(name: str, help_: str, example: str) -> argparse.ArgumentParser:
         p = local_sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}", formatter_class=formatter)
+        p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log what the local cloud does")
         p.add_argument("--workers", type=_positive_int, default=4, help="worker Lambdas the execution runs (default 4)")
         p.add_argument("--group-size", type=_positive_int, default=2, help="paths per group (default 2)")
         p.add_argument("--processor", default="text", help="processor (default text)")
@@ -409,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON summary")
     p.set_defaults(func=cmd_local_demo)
     p = add_local("up", "Start a local cloud with the stack deployed and keep it running.", "s3wq local up --port 4566")
-    p.add_argument("--port", type=int, help="loopback port (default: a free one)")
+    p.add_argument("--port", type=_port, help="loopback port, 1-65535 (default: a free one)")
     p.set_defaults(func=cmd_local_up)
     return parser
 

@@ -202,6 +202,12 @@ BAD_INVOCATIONS = {
     "group-size-zero": (["populate", "{ws}", "{input}", "--group-size", "0"], "--group-size: must be at least 1"),
     "bad-processor": (["work", "{ws}", "--processor", "nope"], "processor 'nope'"),
     "requeue-bad-hash": (["requeue-failed", "{ws}", "--hash", "{failed}", "--hash", "nothex"], "got 'nothex'"),
+    "time-limit-inf": (["work", "{ws}", "--time-limit", "inf"], "--time-limit: must be a finite number, got 'inf'"),
+    "lease-nan": (["work", "{ws}", "--lease", "nan"], "--lease/--lock-timeout: must be a finite number, got 'nan'"),
+    "margin-negative": (["work", "{ws}", "--safety-margin", "-1"], "--safety-margin: must be 0 or more, got -1"),
+    "group-size-not-a-number": (["populate", "{ws}", "{input}", "--group-size", "ten"], "--group-size: must be a whole number, got 'ten'"),
+    "worker-index-negative": (["work", "{ws}", "--worker-index", "-1", "--workers", "2"], "--worker-index: must be 0 or more, got -1"),
+    "port-out-of-range": (["local", "up", "--port", "99999"], "--port: must be a TCP port, 1 to 65535, got 99999"),
 }
 
 
@@ -227,7 +233,11 @@ def test_cli_bad_input_exits_2_and_changes_nothing(tmp_path, inputs, local_works
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("case", [c for c in BAD_INVOCATIONS if c != "group-size-zero"])
+# argparse's own usage errors name the command; the others are the library's one line.
+USAGE_ERRORS = {"group-size-zero", "time-limit-inf", "lease-nan", "margin-negative", "group-size-not-a-number", "worker-index-negative", "port-out-of-range"}
+
+
+@pytest.mark.parametrize("case", [c for c in BAD_INVOCATIONS if c not in USAGE_ERRORS])
 def test_cli_bad_input_error_is_one_line(tmp_path, inputs, local_workspace, busy_workspace, case):
     result = cli(tmp_path, *fill(BAD_INVOCATIONS[case][0], tmp_path, inputs, local_workspace, busy_workspace))
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("s3wq: error: "), result.stderr
@@ -244,3 +254,23 @@ def test_cli_help_shows_an_example(tmp_path, command):
     result = cli(tmp_path, *command.split(), "--help")
     assert result.returncode == 0, result.stderr
     assert re.search(rf"examples?:\n\s+s3wq {command}", result.stdout), result.stdout
+
+
+@pytest.mark.parametrize("case", sorted(USAGE_ERRORS))
+def test_cli_bad_number_error_is_one_line(tmp_path, inputs, local_workspace, busy_workspace, case):
+    result = cli(tmp_path, *fill(BAD_INVOCATIONS[case][0], tmp_path, inputs, local_workspace, busy_workspace))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "_positive" not in result.stderr and "invalid" not in result.stderr, result.stderr
+
+
+def test_cli_verbose_is_accepted_after_the_command_too(tmp_path, inputs, local_workspace):
+    cli(tmp_path, "populate", local_workspace, str(inputs / "a.txt"))
+    before, after = cli(tmp_path, "-v", "status", local_workspace), cli(tmp_path, "status", local_workspace, "-v")
+    assert (before.returncode, after.returncode) == (0, 0), after.stderr
+    assert before.stdout == after.stdout and "groups=1" in after.stdout
+
+
+def test_cli_counts_read_right_for_one(tmp_path, inputs, local_workspace, busy_workspace):
+    result = cli(tmp_path, "failures", local_workspace)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "1 failed group"
