@@ -200,6 +200,10 @@ def cmd_work(args: argparse.Namespace) -> int:
     if stop.requested:
         print(f"s3wq: stopped by {signal.Signals(stop.signum).name}; the group in hand was handed back", file=sys.stderr)
         return stop.exit_code
+    if report.failed:
+        # A script or a CI job must not read a run that failed groups as a success.
+        print(f"s3wq: {_plural(report.failed, 'group')} failed here; see s3wq failures {args.workspace}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 

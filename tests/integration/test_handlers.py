@@ -17,6 +17,7 @@ from handlers import populate, status, worker
 from handlers.runtime import reset_runtime
 from helpers.lambda_context import LambdaContext
 from s3wq import layout
+from s3wq.bodies import RELEASED, LockBody
 from s3wq.config import (
     ENV_AUTO_START,
     ENV_GROUP_SIZE,
@@ -336,10 +337,18 @@ def test_a_worker_never_claims_a_group_it_cannot_finish_before_the_deadline(lamb
     calls = recorded_calls(record_dir)
     assert report["stopped_reason"] == "time_limit"
     # Each group takes 1 s of a 2 s budget: after the first, there is no time for another.
-    assert report["processed"] <= 1
-    assert report["processed"] == len(calls) and set(calls.values()) <= {1}
-    assert objects(s3_client, bucket, "ws/worker_locks/") == {}
-    assert set(objects(s3_client, bucket, "ws/done_flags/")) == {f"ws/{layout.done_key(h)}" for h in calls}
+    assert len(calls) <= 1 and set(calls.values()) <= {1}
+    locks = objects(s3_client, bucket, "ws/worker_locks/")
+    if report["timed_out"]:
+        # On a busy machine the start can take the first group's second: it
+        # was stopped before the deadline and handed back, not left held.
+        assert report["processed"] == 0 and len(locks) == 1
+        [key] = locks
+        assert LockBody.decode(s3_backend.read(key.removeprefix("ws/")).body).state == RELEASED
+    else:
+        assert report["processed"] == len(calls) and locks == {}
+    done = {f"ws/{layout.done_key(h)}" for h in calls} if report["processed"] else set()
+    assert set(objects(s3_client, bucket, "ws/done_flags/")) == done
     assert status.handler({}, LambdaContext(30))["pending"] == 5 - report["processed"]
 
 

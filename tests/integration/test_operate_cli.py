@@ -78,7 +78,8 @@ def finished_run(s3_server) -> FinishedRun:
         worked = run_cli(
             "work", workspace, "--processor", FAILING_PROCESSOR, "--max-attempts", str(MAX_ATTEMPTS), "--worker-id", "ops-worker", "--json"
         )
-        assert worked.returncode == 0, worked.stderr
+        assert worked.returncode == 1, worked.stderr  # it failed groups
+        assert worked.stderr.splitlines()[-1] == f"s3wq: 2 groups failed here; see s3wq failures {workspace}"
     backend = S3Backend(s3_client=s3, bucket=bucket, prefix="run")
     groups = {g.hash: g for g in WorkIndex(backend).iter_groups()}
     broken_path = {h: p for h, g in groups.items() for p in g.paths if p.removeprefix(f"s3://{bucket}/") in broken}

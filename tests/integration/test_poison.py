@@ -39,7 +39,7 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(wo
         "work", workspace, "--worker-id", "w0", "--json", "--processor", "poison_processor:process", "--max-attempts", str(MAX_ATTEMPTS)
     )
 
-    assert worked.returncode == 0, worked.stderr
+    assert worked.returncode == 1, worked.stderr  # the poisoned group failed
     failed_flag = json.loads(backend.read(f"failed_flags/failed_{poison}.json").body)
     assert failed_flag["hash"] == poison
     assert failed_flag["paths"] == groups[2]

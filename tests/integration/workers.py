@@ -40,9 +40,11 @@ def run_workers(
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    failures = {f"w{i}": (log_dir / f"w{i}.err").read_text() for i, code in enumerate(codes) if code != 0}
-    assert not failures, f"workers exited non-zero: {failures}"
-    return [json.loads((log_dir / f"w{i}.out").read_text()) for i in range(count)]
+    reports = [json.loads(out.read_text()) if (out := log_dir / f"w{i}.out").stat().st_size else {} for i in range(count)]
+    # A worker exits 1 when it recorded failed groups, and 0 otherwise.
+    failures = {f"w{i}": (log_dir / f"w{i}.err").read_text() for i, code in enumerate(codes) if code != (1 if reports[i].get("failed") else 0)}
+    assert not failures, f"workers exited with the wrong code: {failures}"
+    return reports
 
 
 def recorded_calls(record_dir: Path) -> Counter:
