@@ -21,9 +21,6 @@ from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from .errors import BadInput, ObjectNotFound
 from .index import WorkIndex
 
-# Lock reads are independent small GETs; S3 serves thousands per second per prefix.
-_PARALLEL_READS = 16
-
 # ListObjectsV2 returns at most 1,000 keys a page.
 LIST_PAGE_KEYS = 1000
 # At most 16**3 = 4,096 partitions. Each costs three LISTs even when empty,
@@ -77,7 +74,7 @@ def read_locks(backend: Backend, hashes: list[str], *, foreign_lock_timeout: flo
     """The current state of each group's lock (groups whose lock vanished meanwhile are left out)."""
     if not hashes:
         return {}
-    with ThreadPoolExecutor(max_workers=min(_PARALLEL_READS, len(hashes))) as pool:
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_REQUESTS, len(hashes))) as pool:
         states = pool.map(lambda h: read_lock(backend, h, foreign_lock_timeout=foreign_lock_timeout), hashes)
         return {h: s for h, s in zip(hashes, states) if s is not None}
 

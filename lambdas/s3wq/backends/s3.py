@@ -149,6 +149,17 @@ class S3Backend:
     def _key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
 
+    def _conditional_error(self, exc: ClientError, op: str, key: str, *, writes: bool, on_condition: type = ObjectChanged) -> Exception:
+        """The typed error for a failed request that named a condition: conflicts (writes only), condition, missing, else storage."""
+        code = _error_code(exc)
+        if writes and code in _CONFLICT_CODES:
+            return WriteConflict(key)
+        if code in _CONDITION_CODES:
+            return on_condition(key)
+        if code in _MISSING_CODES:
+            return ObjectNotFound(key)
+        return self._storage_error(exc, op, key)
+
     def _storage_error(self, exc: Exception, op: str, key: str) -> Exception:
         if isinstance(exc, ClientError) and _error_code(exc) == "NoSuchBucket":
             return BucketNotFound(f"bucket {self.bucket!r} does not exist")
@@ -183,16 +194,11 @@ class S3Backend:
             response = self.s3.get_object(Bucket=self.bucket, Key=self._key(key), Range=f"bytes={start}-{start + length - 1}", **conditions)
             body = response["Body"].read()
         except ClientError as exc:
-            code = _error_code(exc)
-            if code in _MISSING_CODES:
-                raise ObjectNotFound(key) from exc
-            if code in _CONDITION_CODES:
-                raise ObjectChanged(key) from exc
-            if code in _RANGE_PAST_END_CODES:
+            if _error_code(exc) in _RANGE_PAST_END_CODES:
                 # S3 answers a range past the end (any range of an empty
                 # object) with 416, which carries no ETag: a HEAD names the version.
                 return self._nothing_past_end(key, conditions)
-            raise self._storage_error(exc, "GET range", key) from exc
+            raise self._conditional_error(exc, "GET range", key, writes=False) from exc
         except BotoCoreError as exc:
             raise self._storage_error(exc, "GET range", key) from exc
         return StoredObject(body=body, etag=response["ETag"], age_seconds=_age_seconds(response))
@@ -201,12 +207,7 @@ class S3Backend:
         try:
             response = self.s3.head_object(Bucket=self.bucket, Key=self._key(key), **conditions)
         except ClientError as exc:
-            code = _error_code(exc)
-            if code in _MISSING_CODES:
-                raise ObjectNotFound(key) from exc
-            if code in _CONDITION_CODES:
-                raise ObjectChanged(key) from exc
-            raise self._storage_error(exc, "HEAD", key) from exc
+            raise self._conditional_error(exc, "HEAD", key, writes=False) from exc
         except BotoCoreError as exc:
             raise self._storage_error(exc, "HEAD", key) from exc
         return StoredObject(body=b"", etag=response["ETag"], age_seconds=_age_seconds(response))
@@ -226,14 +227,8 @@ class S3Backend:
         try:
             response = self.s3.put_object(Bucket=self.bucket, Key=self._key(key), Body=body, **conditions)
         except ClientError as exc:
-            code = _error_code(exc)
-            if code in _CONFLICT_CODES:
-                raise WriteConflict(key) from exc
-            if code in _CONDITION_CODES:
-                raise (ObjectExists if "IfNoneMatch" in conditions else ObjectChanged)(key) from exc
-            if code in _MISSING_CODES:
-                raise ObjectNotFound(key) from exc
-            raise self._storage_error(exc, op, key) from exc
+            on_condition = ObjectExists if "IfNoneMatch" in conditions else ObjectChanged
+            raise self._conditional_error(exc, op, key, writes=True, on_condition=on_condition) from exc
         except BotoCoreError as exc:
             raise self._storage_error(exc, op, key) from exc
         return response["ETag"]
@@ -252,14 +247,7 @@ class S3Backend:
         try:
             self.s3.delete_object(Bucket=self.bucket, Key=self._key(key), **conditions)
         except ClientError as exc:
-            code = _error_code(exc)
-            if code in _CONFLICT_CODES:
-                raise WriteConflict(key) from exc
-            if code in _CONDITION_CODES:
-                raise ObjectChanged(key) from exc
-            if code in _MISSING_CODES:
-                raise ObjectNotFound(key) from exc
-            raise self._storage_error(exc, "DELETE", key) from exc
+            raise self._conditional_error(exc, "DELETE", key, writes=True) from exc
         except BotoCoreError as exc:
             raise self._storage_error(exc, "DELETE", key) from exc
 
