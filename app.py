@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CDK app: ``cdk synth`` / ``cdk deploy`` (settings from context, see infra/settings.py and README "Deploy")."""
+"""CDK app: ``cdk synth`` / ``cdk deploy`` (settings from context, see infra/settings.py and docs/deploy.md)."""
 
 import sys
 from pathlib import Path

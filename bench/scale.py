@@ -59,7 +59,7 @@ from cost import (
 )
 from s3wq import layout
 from s3wq.backends import MAX_PARALLEL_REQUESTS, SMALL_BODY_BYTES
-from s3wq.claims import MIN_RUN_SECONDS
+from s3wq.config import MIN_RUN_SECONDS
 from s3wq.index import PARALLEL_SEGMENT_WRITES, encode_groups, make_groups, prefix_length
 from s3wq.status import LIST_PAGE_KEYS, partition_digits
 from s3wq.worker import LISTING_GROUPS_PER_PAGE

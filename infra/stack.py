@@ -19,7 +19,7 @@ from .orchestration import WorkerStateMachine
 from .settings import DeploySettings, InputLocation
 from .storage import WorkspaceStorage
 
-MANIFESTS_DIR = "manifests/"
+MANIFESTS_DIR = layout.MANIFESTS_DIR
 
 
 def _dir(key_prefix: str) -> str:
@@ -67,6 +67,7 @@ class S3wqStack(Stack):
             description="Upload a manifest here to index it and start the workers",
         )
         CfnOutput(self, "StateMachineArn", value=state_machine.state_machine_arn, description="Start an execution with {\"workers\": N}")
+        CfnOutput(self, "MaxWorkers", value=str(settings.max_workers), description="Workers an execution runs at most (more are capped)")
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name, description="The CloudWatch dashboard of runs")
         self._suppress_findings()
 
@@ -102,18 +103,28 @@ class S3wqStack(Stack):
             role.grant_principal.add_to_principal_policy(iam.PolicyStatement(actions=["s3:DeleteObject"], resources=[storage.objects(p) for p in delete]))
 
     def _grant_worker(self) -> None:
-        locks, done, failed, results = (_dir(p) + "*" for p in (layout.LOCKS_PREFIX, layout.DONE_PREFIX, layout.FAILED_PREFIX, layout.RESULTS_PREFIX))
+        locks, done, failed, results, input_errors = (
+            _dir(p) + "*" for p in (layout.LOCKS_PREFIX, layout.DONE_PREFIX, layout.FAILED_PREFIX, layout.RESULTS_PREFIX, layout.INPUT_ERRORS_PREFIX)
+        )
         self._workspace(
             self.functions.worker,
             read=["*"],
-            write=[locks, done, failed, results],
-            delete=[locks],
+            write=[locks, done, failed, results, input_errors],
+            # An input-error list is deleted when a retry of its group read every input.
+            delete=[locks, input_errors],
         )
         self._read_inputs(self.functions.worker, list_objects=False)
 
     def _grant_populate(self) -> None:
         index = _dir(layout.INDEX_CATALOG_KEY) + "*"
-        self._workspace(self.functions.populate, read=[MANIFESTS_DIR + "*", index, layout.LEGACY_INDEX_KEY], write=[index])
+        manifest_errors = layout.MANIFEST_ERRORS_PREFIX + "*"
+        self._workspace(
+            self.functions.populate,
+            read=[MANIFESTS_DIR + "*", index, layout.LEGACY_INDEX_KEY],
+            write=[index, manifest_errors],
+            # A manifest uploaded again without its bad lines clears their record.
+            delete=[manifest_errors],
+        )
         self._read_inputs(self.functions.populate, list_objects=True)
         state_machine = self.orchestration.state_machine
         state_machine.grant_start_execution(self.functions.populate)

@@ -17,7 +17,7 @@ class WorkspaceStorage(Construct):
         self.prefix = prefix
         self.created = bucket_name is None
         if bucket_name is not None:
-            # An existing bucket keeps its own settings; see README "Deploy".
+            # An existing bucket keeps its own settings; see docs/deploy.md.
             self.bucket = s3.Bucket.from_bucket_name(self, "Bucket", bucket_name)
         else:
             self.bucket = s3.Bucket(

@@ -21,13 +21,14 @@ from urllib.parse import unquote_plus
 from aws_lambda_powertools.utilities.data_classes import S3Event
 from botocore.exceptions import ClientError
 
+from s3wq import layout
 from s3wq.errors import BadInput, BadSource
 from s3wq.index import WorkIndex
 from s3wq.sources import SourceExpander
 
 from .runtime import Runtime, logger, metrics, runtime, tracer
 
-MANIFESTS_DIR = "manifests/"
+MANIFESTS_DIR = layout.MANIFESTS_DIR
 # Step Functions execution names: 1-80 characters of [A-Za-z0-9_-].
 _EXECUTION_NAME_PREFIX = "manifest-"
 
@@ -65,10 +66,32 @@ def start_workers(rt: Runtime, name: str) -> dict:
     return {"execution_arn": response["executionArn"], "execution_started": True}
 
 
+# A manifest's error record lists this many bad lines at most (all are counted).
+MAX_BAD_LINES_RECORDED = 1000
+
+
+def record_manifest_errors(rt: Runtime, manifest_name: str, manifest_uri: str, bad_lines: list[dict]) -> str | None:
+    """Write the manifest's bad lines to ``manifest_errors/<name>.json`` (where ``s3wq status`` finds them); its URI.
+
+    A manifest with none clears the record of an earlier upload under the same name.
+    """
+    try:
+        key = layout.manifest_errors_key(manifest_name)
+    except BadInput as exc:  # a name S3 allows and a local workspace could not hold
+        logger.warning("manifest errors not recorded", extra={"manifest": manifest_uri, "error": str(exc)})
+        return None
+    if not bad_lines:
+        rt.backend.delete(key)
+        return None
+    doc = {"manifest": manifest_uri, "bad_line_count": len(bad_lines), "bad_lines": bad_lines[:MAX_BAD_LINES_RECORDED]}
+    rt.backend.write(key, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
+    return f"{rt.backend.uri.rstrip('/')}/{key}"
+
+
 def populate_sources(rt: Runtime, sources: list[str], group_size: int) -> dict:
     expansion = SourceExpander(rt.s3).expand(sources, strict=False)
     bad_lines = [{"manifest": b.manifest, "line": b.line_number, "reason": b.reason} for b in expansion.bad_lines]
-    for bad in bad_lines:
+    for bad in bad_lines[:MAX_BAD_LINES_RECORDED]:
         logger.warning("bad manifest line", extra=bad)
     result = WorkIndex(rt.backend).populate(expansion.paths, group_size) if expansion.paths else None
     return {
@@ -97,7 +120,12 @@ def _manifest_record(rt: Runtime, record: Any) -> dict:
     except BadSource as exc:
         # e.g. the manifest was deleted before we read it: report, do not retry forever
         logger.error("manifest unreadable", extra={"manifest": uri, "error": str(exc)})
+        record_manifest_errors(rt, key[len(manifests_prefix):], uri, [{"manifest": uri, "line": 0, "reason": str(exc)}])
         return {"manifest": uri, "error": str(exc)}
+    # Before the execution starts: `s3wq status` shows these from the first poll.
+    errors_uri = record_manifest_errors(rt, key[len(manifests_prefix):], uri, outcome["bad_lines"])
+    if errors_uri:
+        outcome["bad_lines_recorded_in"] = errors_uri
     metrics.add_metric(name="PathsIndexed", unit="Count", value=outcome["added_paths"])
     return {"manifest": uri, **outcome, **start_workers(rt, execution_name(bucket, key, etag))}
 

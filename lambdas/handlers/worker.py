@@ -67,5 +67,8 @@ def handler(event: Any, context: Any) -> dict:
     # The S3 requests of this invocation, by operation (the client counts since its creation).
     before, after = requests_at_start, request_counts(rt.s3)
     doc = {**report.to_dict(), "s3_requests": {op: n - before.get(op, 0) for op, n in after.items() if n > before.get(op, 0)}}
-    logger.info("worker stopped", extra=doc)
+    if report.stopped_reason == "processor_failing":
+        logger.error(f"processor {rt.config.processor} failed every group it ran with the same error; this worker stopped", extra=doc)
+    else:
+        logger.info("worker stopped", extra=doc)
     return doc

@@ -42,6 +42,9 @@ from .bodies import ERROR, FAILED, RELEASED, LockBody, load_object, now_iso
 from .errors import ObjectChanged, ObjectExists, ObjectNotFound, WriteConflict
 from .index import Group
 
+# A failed flag keeps this much of the end of the last run's traceback.
+MAX_TRACEBACK_CHARS = 8000
+
 # Every empty lock has the same ETag, so an If-Match takeover of one could
 # land on a *fresh* empty lock that an olmocr worker wrote after our read.
 # The takeover is trusted only if our write was acknowledged this soon after
@@ -54,9 +57,6 @@ FOREIGN_RECHECK_SECONDS = 2.0
 # of the most the worker can give any run. Only such a run counts as an
 # attempt when it is stopped at its deadline; see enough_time.
 FULL_SHARE = 0.95
-# The least time a run is started with, and so the least a timeout records:
-# a run stopped after nothing would teach the next taker nothing.
-MIN_RUN_SECONDS = 0.5
 # After losing a takeover race we do not know the winner's lease yet: look again soon.
 _RECHECK_SECONDS = 1.0
 _STALE_EPSILON_SECONDS = 0.05
@@ -328,14 +328,17 @@ class ClaimProtocol:
     def is_failed(self, hash_: str) -> bool:
         return self.backend.exists(layout.failed_key(hash_))
 
-    def mark_done(self, claim: Claim) -> bool:
+    def mark_done(self, claim: Claim, *, input_errors: int = 0) -> bool:
         """Write the done flag; False if another completion had written it first.
 
         The flag names the claim's owner, so that our own write whose response
         was lost (the SDK's retry then finds the flag) still counts as ours.
         """
         key = layout.done_key(claim.hash)
-        data = json.dumps({"worker_id": self.worker_id, "attempt": claim.attempt, "owner": claim.owner, "finished_at": now_iso()}).encode("utf-8")
+        doc = {"worker_id": self.worker_id, "attempt": claim.attempt, "owner": claim.owner, "finished_at": now_iso()}
+        if input_errors:
+            doc["input_errors"] = input_errors
+        data = json.dumps(doc).encode("utf-8")
         # Three rounds: a flag that exists but cannot be read was deleted
         # meanwhile, or is our own conflicting write not yet applied.
         for _ in range(3):
@@ -353,7 +356,9 @@ class ClaimProtocol:
             return existing is not None and existing.get("owner") == claim.owner
         return False
 
-    def finalize_failed(self, claim: Claim, group: Group, error: str, *, outcome: str = ERROR, attempts: int | None = None) -> bool:
+    def finalize_failed(
+        self, claim: Claim, group: Group, error: str, *, outcome: str = ERROR, attempts: int | None = None, traceback: str | None = None
+    ) -> bool:
         """Record that the group used up its attempts; False if we had lost the lock meanwhile.
 
         The failed flag is written first and the lock is then marked failed,
@@ -374,6 +379,9 @@ class ClaimProtocol:
             "worker_id": self.worker_id,
             "failed_at": now_iso(),
         }
+        if traceback:
+            # The end of it: where the error was raised, which is what a debugger wants.
+            doc["traceback"] = traceback[-MAX_TRACEBACK_CHARS:]
         try:
             self.backend.create(layout.failed_key(claim.hash), json.dumps(doc, ensure_ascii=False).encode("utf-8"))
         except ObjectExists:

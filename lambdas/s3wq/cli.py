@@ -6,9 +6,10 @@ Exit codes: 0 success, 1 the store or the run failed, 2 bad input (nothing chang
 from __future__ import annotations
 
 import argparse
-import math
 import json
 import logging
+import math
+import os
 import signal
 import sys
 import time
@@ -21,19 +22,33 @@ from botocore.exceptions import NoCredentialsError, NoRegionError
 from . import __version__, layout
 from .backends import S3Backend, open_backend, request_counts
 from .config import (
+    DEFAULT_BREAKER_GROUPS,
     DEFAULT_GROUP_SIZE,
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PROCESSOR,
     DEFAULT_TIME_LIMIT_SECONDS,
     FOREIGN_LOCK_TIMEOUT_SECONDS,
+    MAX_RETRY_BACKOFF_SECONDS,
+    RETRY_BACKOFF_SECONDS,
     WorkerSettings,
 )
 from .errors import BadInput, S3wqError
 from .execution import DEFAULT_STACK_NAME, find_stack, follow_execution, start_execution, workspace_backend
 from .index import WorkIndex
-from .operations import inspect_group, list_failures, release_locks, requeue_failed
-from .processors import BUILTIN_PROCESSORS, load_processor
+from .operations import (
+    ResetResult,
+    done_groups,
+    failed_groups,
+    inspect_group,
+    list_failures,
+    list_input_errors,
+    release_locks,
+    requeue_failed,
+    reset_groups,
+    workspace_problems,
+)
+from .processors import BUILTIN_PROCESSORS, importable_from_current_directory, load_processor
 from .progress import RunProgress
 from .runners import HostRunner
 from .sandbox import ProcessorHost
@@ -66,7 +81,9 @@ def _with_requests(backend, doc: dict) -> dict:
 def cmd_populate(args: argparse.Namespace) -> int:
     backend = _backend(args.workspace)
     s3_client = backend.s3 if isinstance(backend, S3Backend) else None
-    expansion = SourceExpander(s3_client).expand(args.sources, strict=True)
+    # A local workspace inside a folder being indexed must not index its own files.
+    exclude = None if isinstance(backend, S3Backend) else backend.uri
+    expansion = SourceExpander(s3_client, check=not args.no_check, exclude=exclude).expand(args.sources, strict=True)
     if not expansion.paths:
         raise BadInput("the sources name no paths")
     progress = None if args.json or not sys.stderr.isatty() else (lambda msg: print(f"s3wq: {msg}", file=sys.stderr))
@@ -86,17 +103,61 @@ def _counts_line(status: dict) -> str:
     return "  ".join(f"{k}={status[k]}" for k in ("groups", "paths", "done", "failed", "locked", "pending", "remaining"))
 
 
+def _status_text(doc: dict, workspace: str) -> str:
+    lines = [_counts_line(doc)]
+    if doc.get("input_error_groups"):
+        lines.append(
+            f"{_plural(doc['input_error_groups'], 'done group')} had inputs the processor could not use: "
+            f"s3wq failures {workspace} --inputs"
+        )
+    for m in doc.get("manifest_errors", []):
+        lines.append(f"manifest {m['manifest']}: {_plural(m['bad_lines'] or 0, 'bad line')} skipped, listed in {m['record']}")
+    hidden = doc.get("manifests_with_bad_lines", 0) - len(doc.get("manifest_errors", []))
+    if hidden > 0:
+        lines.append(f"... and {_plural(hidden, 'more manifest')} with bad lines")
+    return "\n".join(lines)
+
+
+def _indexed_backend(uri: str):
+    """The workspace's backend; NoIndex (exit 2) if nothing was populated there."""
+    backend = _backend(uri)
+    WorkIndex(backend).require()
+    return backend
+
+
+def _counted(backend) -> dict:
+    doc = queue_status(backend)
+    if doc["groups"] == 0:
+        # Only an empty count pays for the check: a typo must not read as a finished run.
+        WorkIndex(backend).require()
+    return doc
+
+
+def _wait_for_index(backend, interval: float) -> None:
+    announced = False
+    while not WorkIndex(backend).exists():
+        if not announced:
+            print(f"s3wq: waiting for an index at {backend.uri} (populate has not run yet)", file=sys.stderr, flush=True)
+            announced = True
+        time.sleep(interval)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     backend = _backend(args.workspace)
+    if args.wait_for_index and not args.watch:
+        raise BadInput("--wait-for-index goes with --watch")
     if not args.watch:
-        doc = queue_status(backend)
-        _emit(args, doc, _counts_line)
+        doc = _counted(backend)
+        doc.update(workspace_problems(backend))
+        _emit(args, doc, lambda d: _status_text(d, args.workspace))
         return EXIT_OK
+    if args.wait_for_index:
+        _wait_for_index(backend, args.interval)
     # --json --watch: one JSON line per poll, for scripts; otherwise the progress display.
     progress = None if args.json else RunProgress()
     try:
         while True:
-            doc = queue_status(backend)
+            doc = _counted(backend)
             if progress:
                 progress.update(doc)
             else:
@@ -108,7 +169,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         if progress:
             progress.stop()
     if not args.json:
-        print(_counts_line(doc))
+        doc.update(workspace_problems(backend))
+        print(_status_text(doc, args.workspace))
     return EXIT_OK if doc["failed"] == 0 else EXIT_FAILED
 
 
@@ -118,6 +180,12 @@ def cmd_start(args: argparse.Namespace) -> int:
 
     stack = find_stack(boto3.client("cloudformation"), args.stack)
     sfn = boto3.client("stepfunctions")
+    if stack.max_workers is not None and args.workers > stack.max_workers:
+        print(
+            f"s3wq: warning: --workers {args.workers} is more than the stack's maxWorkers ({stack.max_workers}); "
+            f"the execution runs {stack.max_workers} (redeploy with -c maxWorkers=N for more)",
+            file=sys.stderr,
+        )
     execution_arn = start_execution(sfn, stack.state_machine_arn, workers=args.workers, failure_tolerance=args.failure_tolerance)
     if not args.wait:
         _emit(args, {"execution_arn": execution_arn, "workspace": stack.workspace}, lambda d: f"started {d['execution_arn']}")
@@ -137,14 +205,37 @@ def cmd_start(args: argparse.Namespace) -> int:
     return EXIT_OK if description["status"] == "SUCCEEDED" else EXIT_FAILED
 
 
+# Lines of a failure's traceback shown without --json or -v: where it was raised.
+_TRACEBACK_TAIL_LINES = 6
+
+
 def cmd_failures(args: argparse.Namespace) -> int:
-    failures = list_failures(_backend(args.workspace))
+    backend = _indexed_backend(args.workspace)
+    if args.inputs:
+        groups = list_input_errors(backend)
+
+        def inputs_text(d: dict) -> str:
+            lines = [f"{_plural(len(d['groups']), 'done group')} with inputs the processor could not use"]
+            for g in d["groups"]:
+                lines.append(f"{g['hash']}  {_plural(g['input_errors'] or 0, 'input')}:")
+                lines.extend(f"    {i.get('path')}: {i.get('error')}" for i in g["inputs"])
+            return "\n".join(lines)
+
+        _emit(args, {"groups": groups}, inputs_text)
+        return EXIT_OK
+    failures = list_failures(backend)
+    verbose = getattr(args, "verbose", False)
 
     def human(d: dict) -> str:
         lines = [_plural(len(d["failures"]), "failed group")]
         for f in d["failures"]:
             lines.append(f"{f['hash']}  attempts={f['attempts']}  kind={f['kind']}  {f['error']}")
             lines.extend(f"    {p}" for p in f["paths"])
+            if f.get("traceback"):
+                tb = f["traceback"].rstrip().splitlines()
+                shown = tb if verbose else tb[-_TRACEBACK_TAIL_LINES:]
+                lines.append("    traceback" + ("" if verbose or len(tb) <= len(shown) else f" (last {len(shown)} lines; -v for all)") + ":")
+                lines.extend(f"      {t}" for t in shown)
         return "\n".join(lines)
 
     _emit(args, {"failures": failures}, human)
@@ -152,7 +243,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    doc = inspect_group(_backend(args.workspace), args.hash)
+    doc = inspect_group(_indexed_backend(args.workspace), args.hash)
 
     def human(d: dict) -> str:
         lines = [f"group {d['hash']}: {d['state']}", "paths:", *(f"  {p}" for p in d["paths"])]
@@ -160,7 +251,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         lines.append("lock: none" if lock is None else "lock: " + ", ".join(f"{k}={v}" for k, v in lock.items() if v is not None and v is not False))
         for name in ("done", "failed"):
             if d[name] is not None:
-                lines.append(f"{name}: " + ", ".join(f"{k}={v}" for k, v in d[name].items() if k != "paths"))
+                lines.append(f"{name}: " + ", ".join(f"{k}={v}" for k, v in d[name].items() if k not in ("paths", "traceback")))
+        if d["failed"] and d["failed"].get("traceback"):
+            lines.append("traceback:")
+            lines.extend(f"  {t}" for t in d["failed"]["traceback"].rstrip().splitlines())
+        if d.get("input_errors"):
+            lines.append(f"input errors: {d['input_errors'].get('input_errors')}")
+            lines.extend(f"  {i.get('path')}: {i.get('error')}" for i in d["input_errors"].get("inputs", []))
         lines.append("result: none" if d["result"] is None else f"result: {d['result']['uri']} ({d['result']['records']} records, {d['result']['bytes']} bytes)")
         return "\n".join(lines)
 
@@ -175,6 +272,8 @@ def cmd_work(args: argparse.Namespace) -> int:
         foreign_lock_timeout=args.foreign_lock_timeout,
         max_attempts=args.max_attempts,
         safety_margin=args.safety_margin,
+        retry_backoff=args.retry_backoff,
+        breaker_groups=args.breaker,
     )
     if (args.worker_index is None) != (args.workers is None):
         raise BadInput("--worker-index and --workers go together")
@@ -183,10 +282,13 @@ def cmd_work(args: argparse.Namespace) -> int:
     position = None if args.workers is None else args.worker_index / args.workers
     backend = _backend(args.workspace)
     worker_id = args.worker_id or f"w-{uuid.uuid4().hex[:8]}"
+    importable_from_current_directory()
     host = ProcessorHost(args.processor, backend.uri)
     with GracefulStop() as stop:
         try:
-            worker = Worker(backend, None, settings, runner=HostRunner(host, stop=stop), worker_id=worker_id, position=position, stop=stop)
+            worker = Worker(
+                backend, None, settings, runner=HostRunner(host, stop=stop), worker_id=worker_id, position=position, stop=stop, require_index=True
+            )
             report = worker.run()
         finally:
             host.close()
@@ -194,12 +296,22 @@ def cmd_work(args: argparse.Namespace) -> int:
     _emit(
         args,
         doc,
-        lambda d: f"{d['worker_id']}: processed {d['processed']}, failed {d['failed']}, conflicts {d['conflicts']}, "
+        lambda d: f"{d['worker_id']}: processed {d['processed']}"
+        + (f" ({_plural(d['input_errors'], 'input error')}: s3wq failures {args.workspace} --inputs)" if d["input_errors"] else "")
+        + f", failed {d['failed']}, conflicts {d['conflicts']}, "
         f"reclaimed {d['reclaimed']}; stopped: {d['stopped_reason']}",
     )
     if stop.requested:
         print(f"s3wq: stopped by {signal.Signals(stop.signum).name}; the group in hand was handed back", file=sys.stderr)
         return stop.exit_code
+    if report.stopped_reason == "processor_failing":
+        print(
+            f"s3wq: processor {args.processor} failed the first {_plural(settings.breaker_groups, 'group')} it ran "
+            f"with the same error, so this worker stopped: {report.breaker_error}\n"
+            f"s3wq: fix it (see s3wq failures {args.workspace}, or run with -v), then run s3wq requeue-failed {args.workspace}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     if report.failed:
         # A script or a CI job must not read a run that failed groups as a success.
         print(f"s3wq: {_plural(report.failed, 'group')} failed here; see s3wq failures {args.workspace}", file=sys.stderr)
@@ -207,18 +319,39 @@ def cmd_work(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _repaired(line: str, d: dict) -> str:
+    if d["skipped_live"]:
+        line += f"; {_plural(len(d['skipped_live']), 'group')} held by a live worker left alone (run again once it is done)"
+    return line
+
+
 def cmd_requeue_failed(args: argparse.Namespace) -> int:
     for hash_ in args.hash or []:
         layout.check_hash(hash_)
     result = requeue_failed(_backend(args.workspace), hashes=args.hash)
 
-    def human(d: dict) -> str:
-        line = f"requeued {_plural(len(d['requeued']), 'failed group')}"
-        if d["skipped_live"]:
-            line += f"; {_plural(len(d['skipped_live']), 'group')} held by a live worker left alone (run again once it is done)"
-        return line
+    _emit(args, asdict(result), lambda d: _repaired(f"requeued {_plural(len(d['requeued']), 'failed group')}", d))
+    return EXIT_OK
 
-    _emit(args, asdict(result), human)
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    if bool(args.hash) == args.all:
+        raise BadInput("name the groups to reset: --hash H (repeatable) or --all")
+    for hash_ in args.hash or []:
+        layout.check_hash(hash_)
+    backend = _indexed_backend(args.workspace)
+    hashes = args.hash or sorted(done_groups(backend) | failed_groups(backend))
+    if not hashes:
+        _emit(args, asdict(ResetResult()), lambda d: "nothing to reset: no group is done or failed")
+        return EXIT_OK
+    if not args.yes and sys.stdin.isatty():
+        answer = input(f"reset {_plural(len(hashes), 'group')} of {backend.uri}, to be run again (results are overwritten)? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("s3wq: nothing reset", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    result = reset_groups(backend, hashes)
+
+    _emit(args, asdict(result), lambda d: _repaired(f"reset {_plural(len(d['reset']), 'group')}: pending again", d))
     return EXIT_OK
 
 
@@ -231,15 +364,30 @@ def cmd_release_locks(args: argparse.Namespace) -> int:
 def cmd_local_demo(args: argparse.Namespace) -> int:
     from .localcloud.demo import run_demo
 
+    path = _processor_path()
     load_processor(args.processor)  # a typo fails here, not inside a Lambda
-    return run_demo(workers=args.workers, inputs=args.inputs, group_size=args.group_size, processor=args.processor, as_json=args.json)
+    return run_demo(
+        workers=args.workers,
+        inputs=args.inputs,
+        group_size=args.group_size,
+        processor=args.processor,
+        as_json=args.json,
+        extra_pythonpath=path,
+    )
+
+
+def _processor_path() -> tuple[str, ...]:
+    """The current directory, importable here and by the local cloud's Lambdas, as ``python -m`` makes it."""
+    importable_from_current_directory()
+    return (os.getcwd(),)
 
 
 def cmd_local_up(args: argparse.Namespace) -> int:
     from .localcloud.demo import run_up
 
+    path = _processor_path()
     load_processor(args.processor)
-    return run_up(port=args.port, workers=args.workers, group_size=args.group_size, processor=args.processor)
+    return run_up(port=args.port, workers=args.workers, group_size=args.group_size, processor=args.processor, extra_pythonpath=path)
 
 
 def _whole_number(text: str) -> int:
@@ -344,12 +492,22 @@ def build_parser() -> argparse.ArgumentParser:
         "(# comments and blank lines ignored; .gz and .zst accepted; FILE may be an s3:// URI)",
     )
     p.add_argument("--group-size", type=_positive_int, default=DEFAULT_GROUP_SIZE, help=f"paths per group (default {DEFAULT_GROUP_SIZE})")
+    p.add_argument(
+        "--no-check",
+        action="store_true",
+        help="do not check that each s3:// path exists (a HEAD, or a LIST page per 1,000 keys of its folder): for huge manifests",
+    )
     p.set_defaults(func=cmd_populate)
 
     p = add("status", "Count groups: done, failed, locked and pending; --watch follows a run.", "s3wq status s3://my-bucket/run1 --watch")
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("--watch", action="store_true", help="follow until nothing is pending or locked (a progress bar on a terminal)")
     p.add_argument("--interval", type=_positive_float, default=2.0, help="seconds between polls with --watch (default 2)")
+    p.add_argument(
+        "--wait-for-index",
+        action="store_true",
+        help="with --watch: wait for an index to appear (a manifest just uploaded, populate still to run) instead of failing",
+    )
     p.set_defaults(func=cmd_status)
 
     p = add(
@@ -363,8 +521,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", action="store_true", help="follow the execution to its end; the exit code is its result")
     p.set_defaults(func=cmd_start)
 
-    p = add("failures", "List failed groups with their paths, attempts and last error.", "s3wq failures s3://my-bucket/run1 --json")
+    p = add(
+        "failures",
+        "List failed groups with their paths, attempts, last error and where it was raised; --inputs: inputs the processor could not use.",
+        "s3wq failures s3://my-bucket/run1 --json",
+    )
     p.add_argument("workspace", help=WORKSPACE_HELP)
+    p.add_argument("--inputs", action="store_true", help="list the inputs of done groups that the processor reported it could not use")
     p.set_defaults(func=cmd_failures)
 
     p = add("inspect", "Show one group: paths, lock (owner, attempt, age), done/failed state, result.", "s3wq inspect s3://my-bucket/run1 3f2a...e9")
@@ -406,6 +569,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-attempts", type=_positive_int, default=DEFAULT_MAX_ATTEMPTS, help=f"attempts before a group fails (default {DEFAULT_MAX_ATTEMPTS})")
     p.add_argument("--safety-margin", type=_non_negative_float, help="seconds kept free before the deadline (default: 5%% of the limit, 0.2-10 s)")
     p.add_argument(
+        "--retry-backoff",
+        type=_non_negative_float,
+        default=RETRY_BACKOFF_SECONDS,
+        metavar="SECONDS",
+        help=f"wait before retrying a group whose processor raised, doubled each attempt up to {MAX_RETRY_BACKOFF_SECONDS:.0f} s "
+        f"(default {RETRY_BACKOFF_SECONDS:g}; 0: at once)",
+    )
+    p.add_argument(
+        "--breaker",
+        type=_non_negative_int,
+        default=DEFAULT_BREAKER_GROUPS,
+        metavar="N",
+        help=f"stop when the first N groups all fail with the same error: a broken processor (default {DEFAULT_BREAKER_GROUPS}; 0: off)",
+    )
+    p.add_argument(
         "--processor",
         default=DEFAULT_PROCESSOR,
         help=f"built-in ({', '.join(sorted(BUILTIN_PROCESSORS))}) or module:function (default {DEFAULT_PROCESSOR})",
@@ -416,6 +594,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("--hash", action="append", help="requeue only this group (repeatable)")
     p.set_defaults(func=cmd_requeue_failed)
+
+    p = add(
+        "reset",
+        "Make done (and failed) groups pending again, to run them again: after changing the processor, say. "
+        "Asks first on a terminal.",
+        "s3wq reset ./ws --all --yes",
+    )
+    p.add_argument("workspace", help=WORKSPACE_HELP)
+    p.add_argument("--hash", action="append", help="reset this group (repeatable)")
+    p.add_argument("--all", action="store_true", help="reset every done and failed group")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask")
+    p.set_defaults(func=cmd_reset)
 
     p = add(
         "release-locks",

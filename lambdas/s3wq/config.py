@@ -23,7 +23,20 @@ MAX_LEASE_SECONDS = 12 * 3600.0
 FOREIGN_LOCK_TIMEOUT_SECONDS = 1800.0
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_GROUP_SIZE = 10
-DEFAULT_PROCESSOR = "noop"
+# The least time a run is started with, and so the least a timeout records:
+# a run stopped after nothing would teach the next taker nothing.
+MIN_RUN_SECONDS = 0.5
+# A group whose processor raised is retried after RETRY_BACKOFF_SECONDS,
+# doubling with each attempt up to MAX_RETRY_BACKOFF_SECONDS: an input a
+# flaky service chokes on gets a moment, not three tries in a millisecond.
+RETRY_BACKOFF_SECONDS = 0.5
+MAX_RETRY_BACKOFF_SECONDS = 30.0
+# A worker stops when the first this many groups it runs all fail with the
+# same error: a broken processor, not bad inputs, which fail each their own way.
+DEFAULT_BREAKER_GROUPS = 3
+# What a worker runs unless told otherwise, on the command line as on Lambda:
+# a default that writes results, never one that marks groups done and drops them.
+DEFAULT_PROCESSOR = "text"
 
 
 def default_safety_margin(time_limit: float) -> float:
@@ -44,6 +57,9 @@ class WorkerSettings:
     foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     safety_margin: float | None = None
+    retry_backoff: float = RETRY_BACKOFF_SECONDS
+    # 0: never stop for a processor that keeps failing.
+    breaker_groups: int = DEFAULT_BREAKER_GROUPS
 
     def __post_init__(self) -> None:
         _finite_positive("time limit", self.time_limit)
@@ -54,8 +70,27 @@ class WorkerSettings:
                 raise ConfigError(f"lease must be from {MIN_LEASE_SECONDS:.0f} to {MAX_LEASE_SECONDS:.0f} s, got {self.lease:g}")
         if self.max_attempts < 1:
             raise ConfigError(f"max attempts must be at least 1, got {self.max_attempts}")
-        if self.safety_margin is not None and not (math.isfinite(self.safety_margin) and 0 <= self.safety_margin < self.time_limit):
-            raise ConfigError(f"safety margin must be at least 0 and less than the time limit ({self.time_limit:g} s), got {self.safety_margin}")
+        if self.safety_margin is not None and not (math.isfinite(self.safety_margin) and self.safety_margin >= 0):
+            raise ConfigError(f"safety margin must be 0 or more seconds, got {self.safety_margin}")
+        if self.time_limit - self.effective_safety_margin < MIN_RUN_SECONDS:
+            # Otherwise the worker starts, finds no time for any group, and ends having done nothing.
+            raise ConfigError(
+                f"a safety margin of {self.effective_safety_margin:g} s leaves no time to run a group "
+                f"in a time limit of {self.time_limit:g} s (at least {MIN_RUN_SECONDS:g} s must be left)"
+            )
+        if not (math.isfinite(self.retry_backoff) and 0 <= self.retry_backoff <= MAX_RETRY_BACKOFF_SECONDS):
+            raise ConfigError(f"retry backoff must be from 0 to {MAX_RETRY_BACKOFF_SECONDS:g} s, got {self.retry_backoff}")
+        if self.breaker_groups < 0:
+            raise ConfigError(f"breaker groups must be 0 (off) or more, got {self.breaker_groups}")
+
+    def backoff_before(self, attempt: int) -> float:
+        """Seconds to wait before running ``attempt`` (2 or later) of a group whose last run raised.
+
+        A third of the lease at most: the lock is not renewed while the worker waits.
+        """
+        if attempt < 2 or self.retry_backoff == 0:
+            return 0.0
+        return min(self.retry_backoff * 2 ** (attempt - 2), MAX_RETRY_BACKOFF_SECONDS, self.effective_lease / 3)
 
     @property
     def effective_lease(self) -> float:
@@ -78,7 +113,6 @@ ENV_AUTO_START = "S3WQ_AUTO_START"
 ENV_WORKERS = "S3WQ_WORKERS"
 
 DEFAULT_WORKERS = 10
-LAMBDA_DEFAULT_PROCESSOR = "text"
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
@@ -105,7 +139,7 @@ class LambdaConfig:
     foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     group_size: int = DEFAULT_GROUP_SIZE
-    processor: str = LAMBDA_DEFAULT_PROCESSOR
+    processor: str = DEFAULT_PROCESSOR
     state_machine_arn: str | None = None
     auto_start: bool = True
     workers: int = DEFAULT_WORKERS
@@ -136,7 +170,7 @@ class LambdaConfig:
             foreign_lock_timeout=_number(environ, ENV_FOREIGN_LOCK_TIMEOUT, FOREIGN_LOCK_TIMEOUT_SECONDS, float, MIN_LEASE_SECONDS),
             max_attempts=int(_number(environ, ENV_MAX_ATTEMPTS, DEFAULT_MAX_ATTEMPTS, int, 1)),
             group_size=int(_number(environ, ENV_GROUP_SIZE, DEFAULT_GROUP_SIZE, int, 1)),
-            processor=environ.get(ENV_PROCESSOR) or LAMBDA_DEFAULT_PROCESSOR,
+            processor=environ.get(ENV_PROCESSOR) or DEFAULT_PROCESSOR,
             state_machine_arn=arn,
             auto_start=auto_start_raw in _TRUE,
             workers=int(_number(environ, ENV_WORKERS, DEFAULT_WORKERS, int, 1)),

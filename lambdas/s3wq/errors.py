@@ -21,6 +21,13 @@ class BadWorkspace(BadInput):
     """The workspace URI is malformed, has an unknown scheme, or its bucket does not exist."""
 
 
+class NoIndex(BadWorkspace):
+    """The workspace has no index: nothing was populated there (or the URI has a typo)."""
+
+    def __init__(self, uri: str):
+        super().__init__(f"no index at {uri}: run s3wq populate first (is the workspace spelt right?)")
+
+
 class BadSource(BadInput):
     """A source (S3 URI, glob, local path or @manifest) cannot be expanded."""
 

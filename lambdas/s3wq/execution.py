@@ -27,6 +27,7 @@ class StackOutputs:
     state_machine_arn: str
     workspace: str
     manifest_prefix: str | None
+    max_workers: int | None = None  # None: a stack deployed before it was an output
 
 
 def find_stack(cloudformation: Any, stack_name: str) -> StackOutputs:
@@ -43,7 +44,14 @@ def find_stack(cloudformation: Any, stack_name: str) -> StackOutputs:
     missing = [k for k in ("StateMachineArn", "WorkspaceUri") if k not in outputs]
     if missing:
         raise BadInput(f"stack {stack_name!r} has no output {missing[0]}: is it an s3wq stack?")
-    return StackOutputs(stack_name, outputs["StateMachineArn"], outputs["WorkspaceUri"], outputs.get("ManifestPrefix"))
+    max_workers = outputs.get("MaxWorkers", "")
+    return StackOutputs(
+        stack_name,
+        outputs["StateMachineArn"],
+        outputs["WorkspaceUri"],
+        outputs.get("ManifestPrefix"),
+        int(max_workers) if max_workers.isdigit() else None,
+    )
 
 
 def start_execution(sfn: Any, state_machine_arn: str, *, workers: int, failure_tolerance: int = 0) -> str:

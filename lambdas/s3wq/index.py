@@ -56,6 +56,7 @@ from .errors import (
     ConfigError,
     IndexContention,
     IndexCorrupt,
+    NoIndex,
     ObjectChanged,
     ObjectExists,
     ObjectNotFound,
@@ -459,6 +460,15 @@ class WorkIndex:
         except ObjectNotFound:
             return Catalog(), None
         return Catalog.from_json(stored.body), stored.etag
+
+    def exists(self) -> bool:
+        """Whether the workspace holds an index: s3wq's catalog or olmocr's list (one or two requests)."""
+        return self.backend.exists(layout.INDEX_CATALOG_KEY) or self.backend.exists(layout.LEGACY_INDEX_KEY)
+
+    def require(self) -> None:
+        """Raise NoIndex unless the workspace holds an index: a typo in its URI must not read as an empty queue."""
+        if not self.exists():
+            raise NoIndex(self.backend.uri)
 
     def segment_refs(self) -> list[SegmentRef]:
         """The catalog's segments, then the parts of olmocr's index if there is one.

@@ -13,7 +13,7 @@ import hashlib
 import re
 from typing import Iterable, Iterator
 
-from .errors import BadGroupHash
+from .errors import BadGroupHash, BadKey
 
 # olmocr's names.
 LEGACY_INDEX_KEY = "work_index_list.csv.zstd"
@@ -24,11 +24,18 @@ FAILED_PREFIX = "failed_flags/failed_"
 RESULTS_PREFIX = "results/output_"
 INDEX_CATALOG_KEY = "index/catalog.json"
 INDEX_SEGMENTS_PREFIX = "index/segments/"
+# A group done with inputs the processor could not use (missing, unreadable, unsupported).
+INPUT_ERRORS_PREFIX = "input_errors/input_errors_"
+# Lines of an uploaded manifest that populate could not use. Not under
+# manifests/: a write there would trigger populate again.
+MANIFEST_ERRORS_PREFIX = "manifest_errors/"
+MANIFESTS_DIR = "manifests/"
 
 LOCK_SUFFIX = ".lock"
 DONE_SUFFIX = ".flag"
 FAILED_SUFFIX = ".json"
 RESULT_SUFFIX = ".jsonl"
+INPUT_ERRORS_SUFFIX = ".json"
 
 _HASH_RE = re.compile(r"[0-9a-f]{40}")
 _HEX_PREFIX_RE = re.compile(r"[0-9a-f]{0,40}")
@@ -73,6 +80,21 @@ def failed_key(hash_: str) -> str:
 
 def result_key(hash_: str) -> str:
     return f"{RESULTS_PREFIX}{check_hash(hash_)}{RESULT_SUFFIX}"
+
+
+def input_errors_key(hash_: str) -> str:
+    return f"{INPUT_ERRORS_PREFIX}{check_hash(hash_)}{INPUT_ERRORS_SUFFIX}"
+
+
+_MANIFEST_NAME_RE = re.compile(r"[^\x00-\x1f\x7f]{1,512}")
+
+
+def manifest_errors_key(manifest_name: str) -> str:
+    """Where the bad lines of manifest ``manifest_name`` (its key under manifests/) are recorded."""
+    parts = manifest_name.split("/")
+    if not _MANIFEST_NAME_RE.fullmatch(manifest_name) or any(p in ("", ".", "..") for p in parts):
+        raise BadKey(f"not a usable manifest name: {manifest_name[:80]!r}")
+    return f"{MANIFEST_ERRORS_PREFIX}{manifest_name}.json"
 
 
 def segment_key(digest: str) -> str:

@@ -22,6 +22,8 @@ import time
 import urllib.request
 from typing import Any
 
+from .errors import BadInput
+
 # moto accepts any credentials; real-looking names keep botocore from
 # searching ~/.aws and the instance metadata service.
 FAKE_CREDENTIALS = {
@@ -60,7 +62,19 @@ class LocalServer:
         """Environment variables that point any AWS SDK or CLI at this endpoint."""
         return {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
 
+    def _check_port_free(self) -> None:
+        # Checked before starting: a server already answering on the port (a
+        # local cloud left running) would otherwise be taken for ours.
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", self.port))
+            except PermissionError:
+                raise BadInput(f"port {self.port} may not be used by this user (ports below 1024 need root); choose another with --port") from None
+            except OSError:
+                raise BadInput(f"port {self.port} is already in use; choose another with --port, or leave --port out for a free one") from None
+
     def start(self, timeout: float = 60.0) -> "LocalServer":
+        self._check_port_free()
         log = self.output()
         try:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=log)

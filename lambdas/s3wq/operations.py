@@ -46,7 +46,7 @@ def _json_or_none(backend: Backend, key: str) -> dict | None:
 
 
 def list_failures(backend: Backend) -> list[dict]:
-    """Every failed group, by hash: hash, paths, attempts, kind (error, timeout, lost), last error, when, by whom.
+    """Every failed group, by hash: hash, paths, attempts, kind (error, timeout, lost), last error and its traceback, when, by whom.
 
     The failed flags are listed by hash prefix and read, MAX_PARALLEL_REQUESTS
     requests at a time. A flag deleted between the listing and its read (a
@@ -66,6 +66,7 @@ def list_failures(backend: Backend) -> list[dict]:
                 "error": doc.get("error"),
                 "failed_at": doc.get("failed_at"),
                 "worker_id": doc.get("worker_id"),
+                "traceback": doc.get("traceback"),
             }
             for hash_, doc in zip(hashes, docs)
         ]
@@ -114,6 +115,7 @@ def inspect_group(backend: Backend, hash_: str) -> dict:
     lock = read_lock(backend, hash_)
     done = _json_or_none(backend, layout.done_key(hash_))
     failed = _json_or_none(backend, layout.failed_key(hash_))
+    input_errors = _json_or_none(backend, layout.input_errors_key(hash_))
     result_key = layout.result_key(hash_)
     result = None
     if backend.exists(result_key):
@@ -134,6 +136,7 @@ def inspect_group(backend: Backend, hash_: str) -> dict:
         "lock": None if lock is None else _lock_view(lock),
         "done": done,
         "failed": failed,
+        "input_errors": input_errors,
         "result": result,
     }
 
@@ -187,18 +190,24 @@ def requeue_failed(backend: Backend, hashes: list[str] | None = None) -> Requeue
     return result
 
 
+def _delete_as_read(backend: Backend, key: str) -> bool:
+    """Delete ``key`` on the ETag just read (gone already is fine); False if it changed in between."""
+    try:
+        backend.delete(key, backend.read(key).etag)
+    except ObjectNotFound:
+        pass
+    except ObjectChanged:
+        return False
+    return True
+
+
 def _requeue_one(backend: Backend, hash_: str) -> bool:
     key = layout.lock_key(hash_)
     for _ in range(_REPAIR_ROUNDS):
         lock = read_lock(backend, hash_)
         if lock is not None and lock.live:
             return False
-        try:
-            flag = backend.read(layout.failed_key(hash_))
-            backend.delete(layout.failed_key(hash_), flag.etag)
-        except ObjectNotFound:
-            pass
-        except ObjectChanged:
+        if not _delete_as_read(backend, layout.failed_key(hash_)):
             continue
         if lock is None:
             return True
@@ -221,6 +230,80 @@ def _requeue_one(backend: Backend, hash_: str) -> bool:
         except ObjectChanged:
             continue
     return False
+
+
+@dataclass
+class ResetResult:
+    reset: list[str] = field(default_factory=list)
+    skipped_live: list[str] = field(default_factory=list)  # held by a live worker: run again once it is done
+
+
+def done_groups(backend: Backend) -> set[str]:
+    return set(listed_hashes(backend, layout.DONE_PREFIX, layout.DONE_SUFFIX))
+
+
+def reset_groups(backend: Backend, hashes: list[str]) -> ResetResult:
+    """Make groups pending again, done or failed, so that they run again from attempt 1.
+
+    Every hash must name a group of the index, checked before anything
+    changes. For each group: a live lock means it is being worked on, and it
+    is left alone; otherwise its done flag is deleted on the ETag just read,
+    its input-error list with it, and then it is requeued as a failed group
+    is (failed flag deleted, lock rewritten as released at attempt 1, each on
+    its ETag). Its result stays until the next run overwrites it.
+    """
+    for hash_ in hashes:
+        layout.check_hash(hash_)
+        if _find_group(backend, hash_) is None:
+            raise BadInput(f"no group {hash_} in the index of {backend.uri}")
+    result = ResetResult()
+    for hash_ in sorted(set(hashes)):
+        if _reset_one(backend, hash_):
+            result.reset.append(hash_)
+        else:
+            result.skipped_live.append(hash_)
+    return result
+
+
+def _reset_one(backend: Backend, hash_: str) -> bool:
+    for _ in range(_REPAIR_ROUNDS):
+        lock = read_lock(backend, hash_)
+        if lock is not None and lock.live:
+            return False
+        if not _delete_as_read(backend, layout.done_key(hash_)):
+            continue
+        backend.delete(layout.input_errors_key(hash_))
+        return _requeue_one(backend, hash_)
+    return False
+
+
+def list_input_errors(backend: Backend) -> list[dict]:
+    """Every group done with inputs its processor could not use: hash, how many, and the inputs with their errors."""
+    hashes = sorted(listed_hashes(backend, layout.INPUT_ERRORS_PREFIX, layout.INPUT_ERRORS_SUFFIX))
+    with ThreadPoolExecutor(max_workers=MAX_PARALLEL_REQUESTS, thread_name_prefix="s3wq-inputs") as pool:
+        docs = pool.map(lambda h: _json_or_none(backend, layout.input_errors_key(h)) or {}, hashes)
+        return [{"hash": h, "input_errors": d.get("input_errors"), "inputs": d.get("inputs", [])} for h, d in zip(hashes, docs)]
+
+
+# Manifests whose bad lines status reads and shows, at most.
+_MANIFEST_ERRORS_SHOWN = 20
+
+
+def workspace_problems(backend: Backend) -> dict:
+    """What a count of groups does not show: groups done with input errors, manifests with bad lines.
+
+    Two listings, and a read of each manifest's error record (the first
+    _MANIFEST_ERRORS_SHOWN).
+    """
+    input_error_groups = sum(1 for _ in listed_hashes(backend, layout.INPUT_ERRORS_PREFIX, layout.INPUT_ERRORS_SUFFIX))
+    keys = sorted(k for k in backend.list_keys(layout.MANIFEST_ERRORS_PREFIX) if k.endswith(".json"))
+    manifests = []
+    for key in keys[:_MANIFEST_ERRORS_SHOWN]:
+        doc = _json_or_none(backend, key) or {}
+        manifests.append(
+            {"manifest": doc.get("manifest"), "bad_lines": doc.get("bad_line_count"), "record": f"{backend.uri.rstrip('/')}/{key}"}
+        )
+    return {"input_error_groups": input_error_groups, "manifests_with_bad_lines": len(keys), "manifest_errors": manifests}
 
 
 def release_locks(backend: Backend, worker_id: str) -> list[str]:

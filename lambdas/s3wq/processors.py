@@ -13,8 +13,11 @@ import importlib
 import io
 import json
 import mimetypes
+import os
 import re
+import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -27,6 +30,7 @@ from .errors import BadSource, InputNotFound, LeaseLost, ProcessorNotFound, Stor
 from .index import Group
 
 Processor = Callable[[Group, "ProcessorContext"], Any]
+MAX_INPUT_ERRORS_KEPT = 100
 _MISSING_INPUT_CODES = {"NoSuchKey", "404", "NoSuchBucket", "AccessDenied", "403"}
 
 
@@ -53,6 +57,21 @@ class ProcessorContext:
     owner: str = ""
     _held: Callable[[], bool] = field(default=_always_held, repr=False)
     _s3: Any = field(default=None, repr=False)
+    # Inputs the processor could not use, as it reported them; the first
+    # MAX_INPUT_ERRORS_KEPT are kept, all are counted.
+    input_errors: list[dict] = field(default_factory=list)
+    input_error_count: int = 0
+
+    def record_input_error(self, path: str, error: str) -> None:
+        """Report an input this processor could not use, while the group as a whole succeeds.
+
+        Counted in the group's done flag and listed under ``input_errors/``
+        (written with the result), so ``s3wq status`` and ``s3wq failures
+        --inputs`` show them without reading any result.
+        """
+        self.input_error_count += 1
+        if len(self.input_errors) < MAX_INPUT_ERRORS_KEPT:
+            self.input_errors.append({"path": path, "error": str(error)[:500]})
 
     def remaining_seconds(self) -> float:
         return max(0.0, self.deadline - time.time())
@@ -97,7 +116,17 @@ class ProcessorContext:
         if not self.claim_is_held():
             raise LeaseLost(f"the claim on group {self.group.hash} is no longer held; result not written")
         self.backend.write(self.result_key, body)
+        self._record_input_errors()
         return f"{self.backend.uri.rstrip('/')}/{self.result_key}"
+
+    def _record_input_errors(self) -> None:
+        key = layout.input_errors_key(self.group.hash)
+        if self.input_error_count:
+            doc = {"hash": self.group.hash, "attempt": self.attempt, "input_errors": self.input_error_count, "inputs": self.input_errors}
+            self.backend.write(key, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
+        elif self.attempt > 1:
+            # An earlier attempt's list, for inputs this attempt read.
+            self.backend.delete(key)
 
 
 def noop(group: Group, ctx: ProcessorContext) -> None:
@@ -135,9 +164,9 @@ class ExtractionFailed(Exception):
 def text(group: Group, ctx: ProcessorContext) -> None:
     """Extract the text of each input (PDF, or UTF-8 text) into one JSON line per input.
 
-    A missing, corrupt or unsupported input gets a record with ``error`` and
-    the group still completes; a storage failure raises, so the attempt is
-    retried.
+    A missing, corrupt or unsupported input gets a record with ``error``, is
+    reported as an input error, and the group still completes; a storage
+    failure raises, so the attempt is retried.
     """
     records = []
     for position, path in enumerate(group.paths):
@@ -145,6 +174,7 @@ def text(group: Group, ctx: ProcessorContext) -> None:
         try:
             data = ctx.read_input(path)
         except InputNotFound as exc:
+            ctx.record_input_error(path, str(exc))
             records.append({**record, "metadata": {}, "error": str(exc)})
             continue
         content_type = _content_type(path, data)
@@ -160,6 +190,7 @@ def text(group: Group, ctx: ProcessorContext) -> None:
             else:
                 raise ExtractionFailed(f"unsupported content type {content_type}")
         except ExtractionFailed as exc:
+            ctx.record_input_error(path, str(exc))
             record["error"] = str(exc)
         records.append({**record, "metadata": metadata})
     ctx.write_result(records)
@@ -170,7 +201,12 @@ _SPEC_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def load_processor(spec: str) -> Processor:
-    """A built-in name or ``module:function``; raise ProcessorNotFound naming the problem."""
+    """A built-in name or ``module:function``; raise ProcessorNotFound naming the problem in one line.
+
+    A module that fails to import (a syntax error, an import of its own that
+    is missing, an exception at import) is named by file and line, the way a
+    compiler would, not by a traceback through importlib.
+    """
     if spec in BUILTIN_PROCESSORS:
         return BUILTIN_PROCESSORS[spec]
     if not _SPEC_RE.match(spec or ""):
@@ -179,9 +215,36 @@ def load_processor(spec: str) -> Processor:
     module_name, function_name = spec.split(":")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ProcessorNotFound(f"processor module {module_name!r} cannot be imported: {exc}") from exc
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.split(".")[0] == exc.name.split(".")[0] and module_name.startswith(exc.name):
+            raise ProcessorNotFound(
+                f"processor module {module_name!r} not found (looked in the current directory and on sys.path; "
+                f"run from the folder that holds it, or add that folder to PYTHONPATH)"
+            ) from None
+        raise ProcessorNotFound(f"processor module {module_name!r} cannot be imported: {_where(exc)}{exc}") from None
+    except SyntaxError as exc:
+        raise ProcessorNotFound(f"{exc.filename}:{exc.lineno}: {type(exc).__name__}: {exc.msg}") from None
+    except Exception as exc:  # anything the module raises as it is imported is the user's to fix
+        raise ProcessorNotFound(f"processor module {module_name!r} failed to import: {_where(exc)}{type(exc).__name__}: {exc}") from None
     function = getattr(module, function_name, None)
     if not callable(function):
         raise ProcessorNotFound(f"processor {spec!r}: {module_name} has no function {function_name!r}")
     return function
+
+
+def _where(exc: BaseException) -> str:
+    """``file:line: `` of the innermost frame of the user's code that raised, or nothing."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "importlib" not in f.filename]
+    return f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+
+
+def importable_from_current_directory() -> None:
+    """Put the current directory first on ``sys.path``, as ``python -m`` does.
+
+    A console script starts with its own bin directory there instead, so
+    ``--processor myproc:fn`` run beside ``myproc.py`` would not be found.
+    The processor host inherits this through PYTHONPATH.
+    """
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)

@@ -20,7 +20,6 @@ import logging
 import os
 import signal
 import threading
-import traceback
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -30,7 +29,7 @@ from .index import Group
 from .killtimer import KillTimer, process_kill_timer
 from .lease import LeaseKeeper
 from .processors import Processor, ProcessorContext
-from .sandbox import ProcessorHost, Raised, Returned, one_line_error
+from .sandbox import ProcessorHost, Raised, Returned, one_line_error, processor_traceback
 from .stopping import GracefulStop
 
 log = logging.getLogger("s3wq")
@@ -163,9 +162,9 @@ class InProcessRunner:
         )
         try:
             self.processor(group, ctx)
-            return Returned()
+            return Returned(ctx.input_error_count)
         except Exception as exc:  # a processor failure is an attempt, never a crash of the worker
-            return Raised(one_line_error(exc), "".join(traceback.format_exception(exc)))
+            return Raised(one_line_error(exc), "".join(processor_traceback(exc)))
         finally:
             finished.set()
             keeper_thread.join()  # before disarming: the keeper may be re-arming the timer

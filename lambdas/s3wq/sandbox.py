@@ -24,7 +24,7 @@ processor started:
 
 Wire format (pickled tuples over a socket pair):
 worker -> host: ("run", hash, paths, worker_id, attempt, owner, deadline_epoch, held_until), ("lease", held_until), ("exit",)
-host -> worker: ("ready",) | ("load_error", message) first, then per run ("done", leftovers) |
+host -> worker: ("ready",) | ("load_error", message) first, then per run ("done", input errors, leftovers) |
                 ("raised", error, traceback, leftovers) | ("died", exit code, lease over)
 """
 
@@ -59,7 +59,9 @@ _HOST_ENTRY = "import sys; from s3wq.sandbox import host_main; host_main(sys.arg
 
 @dataclass(frozen=True)
 class Returned:
-    """The processor returned."""
+    """The processor returned; ``input_errors``: how many inputs it reported it could not use."""
+
+    input_errors: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ class Raised:
 
     error: str
     traceback: str = ""
+
+
+def processor_traceback(exc: BaseException) -> list[str]:
+    """The traceback from the processor's own frame down: s3wq's frame that called it says nothing."""
+    return traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
 
 
 def one_line_error(exc: BaseException) -> str:
@@ -183,7 +190,7 @@ class ProcessorHost:
         if message[0] == "died":
             return self._died(message[1], message[2])
         if message[0] == "done":
-            end: Returned | Raised = Returned()
+            end: Returned | Raised = Returned(message[1])
         else:
             end = Raised(message[1], message[2])
         if message[-1]:  # leftovers
@@ -332,9 +339,9 @@ def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str) -> N
         )
         try:
             processor(group, ctx)
-            reply: tuple = ("done", _leftovers())
+            reply: tuple = ("done", ctx.input_error_count, _leftovers())
         except Exception as exc:  # a processor failure is an attempt, reported to the worker
-            reply = ("raised", one_line_error(exc), "".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:], _leftovers())
+            reply = ("raised", one_line_error(exc), "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:], _leftovers())
         with state.lock:
             state.running = False
             state.arm()

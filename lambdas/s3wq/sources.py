@@ -135,11 +135,25 @@ def iter_manifest(name: str, s3_client: Callable[[], Any]) -> Iterator[tuple[int
         stream.close()
 
 
-class SourceExpander:
-    """Expand sources with one lazily created S3 client."""
+# Objects of one folder checked one HEAD each, up to this many; more are
+# checked by listing the folder from the first of them to the last.
+_HEAD_AT_MOST = 4
 
-    def __init__(self, s3_client: Any = None):
+
+class SourceExpander:
+    """Expand sources with one lazily created S3 client.
+
+    ``check``: every plain ``s3://`` path is checked to exist (as a local
+    path is), costing a HEAD per object or a LIST page per 1,000 keys of its
+    folder, whichever is less; off for manifests too big to check.
+    ``exclude``: a local folder whose files are never sources (the workspace,
+    when it lies inside a folder being indexed).
+    """
+
+    def __init__(self, s3_client: Any = None, *, check: bool = True, exclude: str | None = None):
         self._s3 = s3_client
+        self.check = check
+        self.exclude = None if exclude is None else os.path.realpath(exclude)
 
     def s3(self) -> Any:
         if self._s3 is None:
@@ -148,17 +162,30 @@ class SourceExpander:
 
     def expand(self, sources: list[str], *, strict: bool = True) -> Expansion:
         """Paths named by ``sources``. With ``strict``, the first bad manifest line raises;
-        otherwise bad lines are collected and the valid ones kept."""
+        otherwise bad lines are collected and the valid ones kept.
+
+        A relative path in a local manifest is relative to the manifest's
+        folder, so a manifest can be moved together with its inputs.
+        """
         result = Expansion()
+        # Plain s3:// paths, checked together once everything is expanded: where each came from.
+        # (Held in memory, one entry a path: a manifest too big for that wants --no-check.)
+        unchecked: dict[str, tuple[str, int] | None] = {}
         for source in sources:
             if source.startswith("@"):
                 manifest = source[1:]
+                base = None if manifest.startswith("s3://") else os.path.dirname(os.path.abspath(manifest))
                 for number, line in iter_manifest(manifest, self.s3):
                     try:
                         reason = _check_text(line)
                         if reason:
                             raise BadManifestLine(manifest, number, reason)
-                        result.paths.extend(self._expand_one(line))
+                        if base is not None and "://" not in line and not os.path.isabs(line):
+                            line = os.path.join(base, line)
+                        paths = self._expand_one(line)
+                        if self.check and line.startswith("s3://") and not _has_glob(line):
+                            unchecked.setdefault(line, (manifest, number))
+                        result.paths.extend(paths)
                     except BadManifestLine as exc:
                         if strict:
                             raise
@@ -172,24 +199,53 @@ class SourceExpander:
                 reason = _check_text(source)
                 if reason:
                     raise BadSource(f"{source!r}: {reason}")
+                if self.check and source.startswith("s3://") and not _has_glob(source):
+                    unchecked.setdefault(source, None)
                 result.paths.extend(self._expand_one(source))
+        if self.check and unchecked:
+            self._drop_missing(result, unchecked, strict=strict)
         return result
+
+    def _drop_missing(self, result: Expansion, unchecked: dict[str, tuple[str, int] | None], *, strict: bool) -> None:
+        missing = missing_objects(self.s3(), list(unchecked))
+        if not missing:
+            return
+        for path in sorted(missing, key=lambda p: unchecked[p] or ("", 0)):
+            origin = unchecked[path]
+            reason = f"no such object (or not readable): {path}"
+            if origin is None or strict:
+                more = f" (and {len(missing) - 1} more; --no-check skips this check)" if len(missing) > 1 else ""
+                if origin is None:
+                    raise BadSource(reason + more)
+                raise BadManifestLine(origin[0], origin[1], reason + more)
+            result.bad_lines.append(BadManifestLine(origin[0], origin[1], reason))
+        result.paths = [p for p in result.paths if p not in missing]
+
+    def _excluded(self, path: str) -> bool:
+        return self.exclude is not None and (path == self.exclude or path.startswith(self.exclude + os.sep))
+
+    def _local_files(self, paths: list[str]) -> list[str]:
+        return [p for p in (os.path.abspath(p) for p in paths) if not self._excluded(os.path.realpath(p))]
 
     def _expand_one(self, source: str) -> list[str]:
         if source.startswith("s3://"):
             return self._expand_s3(source) if _has_glob(source) else [source]
         if _has_glob(source):
-            matches = sorted(p for p in glob.glob(source, recursive=True) if os.path.isfile(p))
+            matches = self._local_files(sorted(p for p in glob.glob(source, recursive=True) if os.path.isfile(p)))
             if not matches:
                 raise BadSource(f"{source!r} matched no files")
-            return [os.path.abspath(p) for p in matches]
+            return matches
         if os.path.isdir(source):
-            found = [os.path.join(d, f) for d, _, files in os.walk(source) for f in files]
+            found = self._local_files([os.path.join(d, f) for d, _, files in os.walk(source, onerror=_unreadable) for f in files])
             if not found:
                 raise BadSource(f"directory {source!r} holds no files")
-            return sorted(os.path.abspath(p) for p in found)
+            return sorted(found)
         if os.path.isfile(source):
+            if not os.access(source, os.R_OK):
+                raise BadSource(f"cannot read {source!r}: permission denied")
             return [os.path.abspath(source)]
+        if not _searchable(source):
+            raise BadSource(f"cannot read {source!r}: permission denied")
         raise BadSource(f"no such file or directory: {source!r}")
 
     def _expand_s3(self, pattern: str) -> list[str]:
@@ -207,3 +263,70 @@ class SourceExpander:
         if not matches:
             raise BadSource(f"{pattern!r} matched no objects")
         return matches
+
+
+def _searchable(path: str) -> bool:
+    """Whether the nearest folder above ``path`` that exists may be looked into (else "no such file" would be a guess)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(folder) and folder != os.path.dirname(folder):
+        folder = os.path.dirname(folder)
+    return os.access(folder, os.X_OK)
+
+
+def _unreadable(exc: OSError) -> None:
+    # os.walk skips a folder it cannot read; a folder of inputs must not quietly shrink.
+    raise BadSource(f"cannot read directory {exc.filename!r}: {exc.strerror}")
+
+
+def missing_objects(s3: Any, uris: list[str]) -> set[str]:
+    """Which of ``uris`` (plain ``s3://bucket/key``) name no object this client may read.
+
+    Grouped by folder: up to _HEAD_AT_MOST objects of a folder cost a HEAD
+    each; more are found by listing the folder from just before the first of
+    them to the last (a page per 1,000 keys in between), which for a
+    manifest of a whole folder is a thousandth of the requests. Folders are
+    checked MAX_PARALLEL_REQUESTS at a time.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .backends import MAX_PARALLEL_REQUESTS
+
+    folders: dict[tuple[str, str], list[str]] = {}
+    for uri in uris:
+        bucket, key = parse_s3_uri(uri)
+        folders.setdefault((bucket, key[: key.rfind("/") + 1]), []).append(key)
+
+    def check(item: tuple[tuple[str, str], list[str]]) -> list[str]:
+        (bucket, folder), keys = item
+        if len(keys) <= _HEAD_AT_MOST:
+            return [f"s3://{bucket}/{k}" for k in keys if not _head_exists(s3, bucket, k)]
+        wanted = set(keys)
+        first, last = min(keys), max(keys)
+        found: set[str] = set()
+        try:
+            pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=folder, StartAfter=first[:-1])
+            for page in pages:
+                contents = page.get("Contents", [])
+                found.update(item["Key"] for item in contents if item["Key"] in wanted)
+                if not contents or contents[-1]["Key"] >= last:
+                    break
+        except (ClientError, BotoCoreError) as exc:
+            if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _USER_ERROR_CODES:
+                return [f"s3://{bucket}/{k}" for k in keys]
+            raise StorageError(f"cannot list s3://{bucket}/{folder}: {exc}") from exc
+        return [f"s3://{bucket}/{k}" for k in keys if k not in found]
+
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_REQUESTS, len(folders))) as pool:
+        return {uri for missing in pool.map(check, folders.items()) for uri in missing}
+
+
+def _head_exists(s3: Any, bucket: str, key: str) -> bool:
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+        return True
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in _USER_ERROR_CODES:
+            return False
+        raise StorageError(f"cannot check s3://{bucket}/{key}: {exc}") from exc
+    except BotoCoreError as exc:
+        raise StorageError(f"cannot check s3://{bucket}/{key}: {exc}") from exc

@@ -37,8 +37,9 @@ from typing import Callable
 from . import clock, layout
 from .backends import Backend
 from .bodies import ERROR, INTERRUPTED, LOST, TIMEOUT
-from .claims import MIN_RUN_SECONDS, Claim, ClaimProtocol, Finished, Held, NotEnoughTime, enough_time, timeout_counts
-from .config import WorkerSettings
+from .claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime, enough_time, timeout_counts
+from .config import MIN_RUN_SECONDS, WorkerSettings
+from .errors import NoIndex
 from .index import Group, SegmentRef, WorkIndex
 from .lease import EXPIRED, LeaseKeeper, LeaseState
 from .processors import Processor
@@ -63,6 +64,8 @@ _CLAIM_LEAD_SPARE_SECONDS = 0.05
 class WorkerReport:
     worker_id: str
     processed: int = 0
+    # Inputs of the processed groups the processor reported it could not use.
+    input_errors: int = 0
     failed: int = 0
     conflicts: int = 0
     reclaimed: int = 0
@@ -78,6 +81,8 @@ class WorkerReport:
     # done while a processor ran, hidden behind it.
     overlapped_seconds: float = 0.0
     stopped_reason: str = ""
+    # With stopped_reason "processor_failing": the error every group it ran failed with.
+    breaker_error: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -97,6 +102,39 @@ def start_position(worker_id: str) -> float:
     """A stable, uniformly spread place in [0, 1) for a worker that does not know its index."""
     digest = hashlib.sha1(worker_id.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class _Breaker:
+    """Trips when the first ``groups`` groups a worker runs all raise the same error.
+
+    Bad inputs fail each their own way (the error names the input); one
+    error for every group is the processor itself: a wrong signature, a
+    missing model file, an expired credential. Any run that returns, or an
+    error that differs, turns the breaker off for the rest of the worker's
+    life: from then on a failure is the group's.
+    """
+
+    def __init__(self, groups: int):
+        self.groups = groups
+        self.armed = groups > 0
+        self.tripped = False
+        self._error: str | None = None
+        self._failed: set[str] = set()
+
+    def disarm(self) -> None:
+        self.armed = False
+
+    def tripped_by(self, hash_: str, error: str) -> bool:
+        if not self.armed:
+            return False
+        if self._error is None:
+            self._error = error
+        elif error != self._error:
+            self.armed = False
+            return False
+        self._failed.add(hash_)
+        self.tripped = len(self._failed) >= self.groups
+        return self.tripped
 
 
 @dataclass
@@ -237,6 +275,7 @@ class Worker:
         remaining_time: Callable[[], float] | None = None,
         observer: WorkerObserver | None = None,
         stop: GracefulStop | None = None,
+        require_index: bool = False,
     ):
         if (runner is None) == (processor is None):
             raise TypeError("give a processor or a runner, not both")
@@ -250,6 +289,10 @@ class Worker:
         self.remaining_time = remaining_time or (lambda: settings.time_limit - (clock.now() - started))
         self.observer = observer or WorkerObserver()
         self.stop = stop
+        # A worker someone started by hand on a workspace with no index has a
+        # mistyped URI, not an empty queue; a Lambda worker is started by a
+        # populate and finds an empty queue normal.
+        self.require_index = require_index
         self.protocol = ClaimProtocol(
             backend, worker_id=self.worker_id, lease_seconds=settings.effective_lease, foreign_lock_timeout=settings.foreign_lock_timeout
         )
@@ -268,6 +311,7 @@ class Worker:
         # -- is not time a group could have had.
         self.full_budget = self._budget()
         self._stale_at: dict[str, float] = {}
+        self._breaker = _Breaker(settings.breaker_groups)
 
     # --- time ---------------------------------------------------------------------------------------------
 
@@ -280,6 +324,8 @@ class Worker:
 
     def _stopping(self, reserve: float = 0.0, *, record: bool = True) -> bool:
         """Whether to claim nothing more; ``record``, the reason goes in the report (not for a claim ahead, which only defers)."""
+        if self._breaker.tripped:
+            return True
         if self.stop is not None and self.stop.requested:
             if record:
                 self.report.stopped_reason = "interrupted"
@@ -309,6 +355,8 @@ class Worker:
             self.report.stopped_reason = "interrupted"
             return self.report
         refs = self.index.segment_refs()
+        if not refs and self.require_index:
+            raise NoIndex(self.backend.uri)
         self.full_budget = self._budget()
         walk = _Walk(refs, total_groups=sum(r.groups or 0 for r in refs), spot=self.position * len(refs))
         claimed = self._next_claim(walk)
@@ -326,7 +374,7 @@ class Worker:
         if self._ahead_pool is not None:
             self._ahead_pool.shutdown()
             self._ahead_pool = None
-        if not (self.stop is not None and self.stop.requested) and self.report.stopped_reason != "time_limit":
+        if not (self.stop is not None and self.stop.requested) and self.report.stopped_reason not in ("time_limit", "processor_failing"):
             self._drain_waiting(walk.waiting)
         if self.stop is not None and self.stop.requested:
             self.report.stopped_reason = "interrupted"
@@ -533,8 +581,10 @@ class Worker:
         if not self.protocol.hand_back(claim, outcome, counted=counted, error=error, needs_seconds=needs_seconds):
             self._count("lost_locks", 1)
 
-    def _fail(self, group: Group, claim: Claim, error: str, started: float, *, outcome: str = ERROR, attempts: int | None = None) -> str:
-        ours = self.protocol.finalize_failed(claim, group, error, outcome=outcome, attempts=attempts)
+    def _fail(
+        self, group: Group, claim: Claim, error: str, started: float, *, outcome: str = ERROR, attempts: int | None = None, traceback: str = ""
+    ) -> str:
+        ours = self.protocol.finalize_failed(claim, group, error, outcome=outcome, attempts=attempts, traceback=traceback)
         if not ours:
             self._count("lost_locks", 1)
         self._count("failed", 1)
@@ -615,7 +665,7 @@ class Worker:
         if deferred is not None:
             deferred()
 
-    def _complete(self, group: Group, claim: Claim, lease: LeaseState, started: float, *, defer_release: bool) -> str:
+    def _complete(self, group: Group, claim: Claim, lease: LeaseState, started: float, *, defer_release: bool, input_errors: int = 0) -> str:
         """Record a run that returned -- done flag, then lock released -- while the lease still holds.
 
         The done flag is always written before the next run starts: a worker
@@ -625,8 +675,10 @@ class Worker:
         """
         if not lease.held():
             return self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
-        ours = self.protocol.mark_done(claim)
+        ours = self.protocol.mark_done(claim, input_errors=input_errors)
         self._count("processed" if ours else "already_finished", 1)
+        if ours and input_errors:
+            self._count("input_errors", input_errors)
         if defer_release:
             self._deferred = functools.partial(self._release, claim)
         else:
@@ -699,23 +751,43 @@ class Worker:
                 # flag written now could land after its writes.
                 end = Stopped(LOST if keeper.state.lost else EXPIRED)
             if isinstance(end, Returned):
+                self._breaker.disarm()
                 self.longest_group_seconds = max(self.longest_group_seconds, ran)
                 self._recent_run_seconds.append(ran)
-                return self._complete(group, claim, keeper.state, started, defer_release=ahead is not None)
+                return self._complete(group, claim, keeper.state, started, defer_release=ahead is not None, input_errors=end.input_errors)
             if isinstance(end, Stopped):
                 return self._stopped(group, claim, end, ran, started, budget=budget)
             assert isinstance(end, Raised)
             self.longest_group_seconds = max(self.longest_group_seconds, ran)
             log.warning("group %s attempt %d failed: %s", group.hash, claim.attempt, end.error)
+            if end.traceback:
+                log.info("group %s attempt %d traceback:\n%s", group.hash, claim.attempt, end.traceback.rstrip())
+            if self._breaker.tripped_by(group.hash, end.error):
+                # A broken processor: stop before it fails the whole queue. The
+                # group keeps this attempt's count and is free for a fixed one.
+                self.report.stopped_reason = "processor_failing"
+                self.report.breaker_error = end.error
+                self._hand_back(claim, ERROR, counted=True, error=end.error)
+                self.observer.group_finished(group, claim, "released", clock.now() - started)
+                return "released"
             if claim.attempt >= self.settings.max_attempts:
-                return self._fail(group, claim, end.error, started)
+                return self._fail(group, claim, end.error, started, traceback=end.traceback)
             self._count("retried", 1)
-            if not self.has_time():
+            backoff = self.settings.backoff_before(claim.attempt + 1)
+            if not self.has_time(backoff):
                 # Out of time: hand the group back with its count so that
                 # another worker can retry it without waiting for staleness.
                 self._hand_back(claim, ERROR, counted=True, error=end.error)
                 self.observer.group_finished(group, claim, "released", clock.now() - started)
                 return "released"
+            # The lock stays ours while we wait: its lease was renewed up to the
+            # run's end and the backoff is at most a third of it.
+            self._sleep(backoff)
+            if self.stop is not None and self.stop.requested:
+                self._count("interrupted", 1)
+                self._hand_back(claim, ERROR, counted=True, error=end.error)
+                self.observer.group_finished(group, claim, "interrupted", clock.now() - started)
+                return "interrupted"
             next_claim = self.protocol.next_attempt(claim, end.error, budget=self._budget())
             if next_claim is None:
                 self._count("lost_locks", 1)

@@ -1,22 +1,25 @@
-"""``s3wq local up``: a local cloud left running, driven from outside with AWS_ENDPOINT_URL."""
+"""``s3wq local up``: a local cloud left running, driven from outside with AWS_ENDPOINT_URL, as its banner says."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import boto3
 
 from s3wq.local_s3 import FAKE_CREDENTIALS, free_port
-from support import run_cli
 
 
-def test_local_up_prints_what_to_drive_it_with_and_serves_until_interrupted(monkeypatch):
+def test_local_up_banner_commands_follow_a_manifest_upload_to_the_end_and_logs_outlive_it(tmp_path):
     port = free_port()
     up = subprocess.Popen(
-        [sys.executable, "-m", "s3wq", "local", "up", "--port", str(port)],
+        [sys.executable, "-m", "s3wq", "local", "up", "--port", str(port), "--workers", "2"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -34,14 +37,46 @@ def test_local_up_prints_what_to_drive_it_with_and_serves_until_interrupted(monk
         assert f"export AWS_ENDPOINT_URL=http://127.0.0.1:{port}" in printed, printed + up.stderr.read()
         workspace = next(line.split()[1] for line in lines if line.strip().startswith("WorkspaceUri"))
         assert workspace == "s3://s3wq-local/s3wq"
+        log_dir = Path(next(line for line in lines if "logs in " in line).rsplit("logs in ", 1)[1].strip())
 
-        # A user's shell, pointed at the printed endpoint.
-        for key, value in {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}.items():
-            monkeypatch.setenv(key, value)
-        status = run_cli("status", workspace, "--json")
+        # A user's shell, set up with the printed exports.
+        exports = dict(line.split()[1].split("=", 1) for line in lines if line.strip().startswith("export "))
+        shell_env = {**os.environ, **exports}
+        assert exports["AWS_ENDPOINT_URL"] == f"http://127.0.0.1:{port}" and set(FAKE_CREDENTIALS) <= set(exports)
+        # The banner's status command, started before anything is uploaded: it waits for populate's index.
+        [status_line] = [line.strip() for line in lines if line.strip().startswith("s3wq status")]
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "s3wq", *shlex.split(status_line)[1:], "--json", "--interval", "0.5"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=shell_env,
+        )
+        try:
+            time.sleep(1.0)
+            assert watch.poll() is None, watch.communicate()
+            # The banner's `aws s3 cp`, done with boto3 (the AWS CLI is not a dependency).
+            s3 = boto3.client("s3", endpoint_url=exports["AWS_ENDPOINT_URL"], region_name=exports["AWS_DEFAULT_REGION"])
+            for n in range(4):
+                s3.put_object(Bucket="s3wq-local", Key=f"inputs/doc-{n}.txt", Body=f"document {n}\n".encode())
+            manifest = "".join(f"s3://s3wq-local/inputs/doc-{n}.txt\n" for n in range(4)) + "s3://s3wq-local/inputs/missing.txt\n"
+            s3.put_object(Bucket="s3wq-local", Key="s3wq/manifests/my-manifest.txt", Body=manifest.encode())
+            stdout, stderr = watch.communicate(timeout=180)
+        finally:
+            if watch.poll() is None:
+                watch.kill()
+        assert watch.returncode == 0, stderr
+        last = json.loads(stdout.splitlines()[-1])
+        assert (last["groups"], last["paths"], last["done"], last["remaining"]) == (2, 4, 2, 0), last
+
+        # The manifest's bad line is where status shows it, not only in a Lambda log.
+        status = subprocess.run([sys.executable, "-m", "s3wq", "status", workspace], capture_output=True, text=True, env=shell_env)
         assert status.returncode == 0, status.stderr
-        assert json.loads(status.stdout)["groups"] == 0
+        assert "manifest s3://s3wq-local/s3wq/manifests/my-manifest.txt: 1 bad line skipped" in status.stdout, status.stdout
     finally:
         up.send_signal(signal.SIGINT)
-        up.wait(timeout=30)
+        tail, _ = up.communicate(timeout=30)
     assert up.returncode == 0
+    assert f"the Lambdas' logs are kept in {log_dir}" in tail
+    logs = list((log_dir / "lambda").glob("*.log"))
+    assert any("Populate" in p.name for p in logs) and any("Worker" in p.name for p in logs), logs

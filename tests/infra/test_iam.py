@@ -57,22 +57,31 @@ def test_resource_star_only_for_actions_without_resource_level_permissions(synth
 
 
 @WORKSPACES
-def test_worker_writes_only_locks_flags_and_results(synth, overrides, prefix):
+def test_worker_writes_only_locks_flags_results_and_input_errors(synth, overrides, prefix):
     stack = synth(overrides)
     workspace = f"{stack.bucket_arn}/{prefix}"
-    expected = {f"{workspace}/worker_locks/*", f"{workspace}/done_flags/*", f"{workspace}/failed_flags/*", f"{workspace}/results/*"}
+    expected = {
+        f"{workspace}/worker_locks/*",
+        f"{workspace}/done_flags/*",
+        f"{workspace}/failed_flags/*",
+        f"{workspace}/results/*",
+        f"{workspace}/input_errors/*",
+    }
     assert stack.allowed("worker", "s3:PutObject") == expected
-    # ... which are the folders the library writes its locks, flags and results to.
-    folders = (layout.LOCKS_PREFIX, layout.DONE_PREFIX, layout.FAILED_PREFIX, layout.RESULTS_PREFIX)
+    # ... which are the folders the library writes its locks, flags, results and input-error lists to.
+    folders = (layout.LOCKS_PREFIX, layout.DONE_PREFIX, layout.FAILED_PREFIX, layout.RESULTS_PREFIX, layout.INPUT_ERRORS_PREFIX)
     assert expected == {f"{workspace}/{folder_of(folder)}*" for folder in folders}
-    assert stack.allowed("worker", "s3:DeleteObject") == {f"{workspace}/worker_locks/*"}
+    assert stack.allowed("worker", "s3:DeleteObject") == {f"{workspace}/worker_locks/*", f"{workspace}/input_errors/*"}
 
 
 @WORKSPACES
-def test_populate_writes_only_the_index(synth, overrides, prefix):
+def test_populate_writes_only_the_index_and_its_manifest_error_records(synth, overrides, prefix):
     stack = synth(overrides)
-    assert stack.allowed("populate", "s3:PutObject") == {f"{stack.bucket_arn}/{prefix}/index/*"}
-    assert stack.allowed("populate", "s3:DeleteObject") == set()
+    workspace = f"{stack.bucket_arn}/{prefix}"
+    assert stack.allowed("populate", "s3:PutObject") == {f"{workspace}/index/*", f"{workspace}/{layout.MANIFEST_ERRORS_PREFIX}*"}
+    assert stack.allowed("populate", "s3:DeleteObject") == {f"{workspace}/manifest_errors/*"}
+    # Never under manifests/: a write there would trigger populate again.
+    assert not layout.MANIFEST_ERRORS_PREFIX.startswith(layout.MANIFESTS_DIR)
 
 
 @pytest.mark.parametrize("overrides", VARIANTS.values(), ids=VARIANTS.keys())

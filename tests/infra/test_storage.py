@@ -115,7 +115,7 @@ def test_existing_bucket_is_the_workspace_and_gets_the_notification(synth):
 def test_existing_bucket_grants_name_that_bucket(synth):
     stack = synth(EXISTING_BUCKET)
     bucket = "arn:${AWS::Partition}:s3:::my-existing-bucket"
-    assert stack.allowed("worker", "s3:DeleteObject") == {f"{bucket}/s3wq/worker_locks/*"}
-    assert stack.allowed("populate", "s3:PutObject") == {f"{bucket}/s3wq/index/*"}
+    assert stack.allowed("worker", "s3:DeleteObject") == {f"{bucket}/s3wq/worker_locks/*", f"{bucket}/s3wq/input_errors/*"}
+    assert stack.allowed("populate", "s3:PutObject") == {f"{bucket}/s3wq/index/*", f"{bucket}/s3wq/manifest_errors/*"}
     for kind in ("populate", "worker", "status"):
         assert bucket in stack.allowed(kind, "s3:ListBucket")

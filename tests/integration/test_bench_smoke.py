@@ -1,10 +1,10 @@
-"""Every benchmark under bench/ runs at a tiny size, as a user runs it, and prints the JSON the README quotes.
+"""Every benchmark under bench/ runs at a tiny size, as a user runs it, and prints the JSON docs/performance.md quotes.
 
 Nothing here is timed: a shared CI machine would make any time limit flaky.
 What is checked is each benchmark's output and its correctness figures (no
 group processed twice by s3wq, every group done, populate idempotent, each
 starting worker got a group of its own); the figures themselves are measured
-at full size and quoted in the README.
+at full size and quoted in docs/performance.md.
 """
 
 from __future__ import annotations

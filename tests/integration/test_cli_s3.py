@@ -43,3 +43,49 @@ def test_a_glob_that_matches_nothing_changes_nothing(s3_client, bucket, s3_works
     assert result.returncode == 2
     assert "matched no objects" in result.stderr
     assert s3_client.list_objects_v2(Bucket=bucket, Prefix="ws/").get("KeyCount") == 0
+
+
+# --- s3:// paths that do not exist are refused at populate, as local ones are --------------------------------
+
+
+def put_inputs(s3_client, bucket: str, names: list[str]) -> list[str]:
+    for name in names:
+        s3_client.put_object(Bucket=bucket, Key=f"inputs/{name}", Body=b"x")
+    return [f"s3://{bucket}/inputs/{name}" for name in names]
+
+
+def workspace_keys(s3_client, bucket: str) -> list[str]:
+    return [item["Key"] for item in s3_client.list_objects_v2(Bucket=bucket, Prefix="ws/").get("Contents", [])]
+
+
+@pytest.mark.parametrize("present", [1, 12], ids=["checked-by-head", "checked-by-listing-the-folder"])
+def test_populate_refuses_an_s3_path_that_does_not_exist_and_changes_nothing(s3_client, bucket, s3_workspace, tmp_path, present):
+    paths = put_inputs(s3_client, bucket, [f"doc-{n:02d}.pdf" for n in range(present)])
+    missing = f"s3://{bucket}/inputs/doc-05x.pdf"  # sorts among the others: the listing must not skip past it
+    manifest = tmp_path / "inputs.txt"
+    manifest.write_text("\n".join([*paths, missing]) + "\n")
+
+    result = run_cli("populate", s3_workspace, f"@{manifest}")
+
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"s3wq: error: {manifest}:{present + 1}: no such object (or not readable): {missing}"
+    assert workspace_keys(s3_client, bucket) == []
+
+
+def test_populate_names_how_many_s3_paths_are_missing_and_how_to_skip_the_check(s3_client, bucket, s3_workspace):
+    [present] = put_inputs(s3_client, bucket, ["a.pdf"])
+
+    result = run_cli("populate", s3_workspace, present, f"s3://{bucket}/inputs/x.pdf", f"s3://{bucket}/other/y.pdf")
+
+    assert result.returncode == 2
+    assert "(and 1 more; --no-check skips this check)" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_populate_no_check_indexes_s3_paths_without_looking_them_up(s3_client, bucket, s3_workspace, s3_backend):
+    [present] = put_inputs(s3_client, bucket, ["a.pdf"])
+
+    result = run_cli("populate", s3_workspace, present, f"s3://{bucket}/inputs/later.pdf", "--no-check", "--json")
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["added_paths"] == 2
+    assert json.loads(result.stdout)["s3_requests"].get("HeadObject", 0) == 0

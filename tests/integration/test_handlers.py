@@ -35,6 +35,7 @@ from s3wq.samples import sample_text
 
 from .conftest import HELPERS_DIR
 from .workers import recorded_calls
+from support import run_cli
 
 # Powertools warns when an invocation adds no metric (an ignored event, say); that is expected here.
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -100,7 +101,12 @@ def indexed_paths(s3_backend) -> set[str]:
     return {path for group in WorkIndex(s3_backend).iter_groups() for path in group.paths}
 
 
-def put_manifest(s3_client, bucket: str, key: str, lines: list[str]) -> None:
+def put_manifest(s3_client, bucket: str, key: str, lines: list[str], *, inputs_exist: bool = True) -> None:
+    """Upload a manifest; with ``inputs_exist``, first the objects its plain s3:// lines name in ``bucket`` (populate checks them)."""
+    if inputs_exist:
+        for line in lines:
+            if line.startswith(f"s3://{bucket}/") and not any(c in line for c in "*?["):
+                s3_client.put_object(Bucket=bucket, Key=line.split("/", 3)[3], Body=b"%PDF-")
     s3_client.put_object(Bucket=bucket, Key=key, Body="\n".join(lines).encode("utf-8") + b"\n")
 
 
@@ -135,6 +141,7 @@ def test_populate_indexes_the_manifest_named_by_an_s3_event_and_starts_one_execu
     assert entry.get("error") is None
     execution_arn = entry.pop("execution_arn")
     [bad_line] = entry.pop("bad_lines")
+    assert entry.pop("bad_lines_recorded_in").startswith(f"s3://{bucket}/ws/manifest_errors/")
     assert entry == {"manifest": manifest_uri, "added_paths": 3, "added_groups": 2, "already_indexed": 0, "execution_started": True}
     assert (bad_line["manifest"], bad_line["line"]) == (manifest_uri, 6)
     assert "ftp" in bad_line["reason"]
@@ -143,6 +150,34 @@ def test_populate_indexes_the_manifest_named_by_an_s3_event_and_starts_one_execu
     assert execution["executionArn"] == execution_arn
     started_with = boto3.client("stepfunctions").describe_execution(executionArn=execution_arn)["input"]
     assert json.loads(started_with) == {"workers": 4}
+
+
+def test_populate_records_a_manifests_bad_lines_where_status_shows_them_and_clears_them_on_a_fixed_upload(
+    lambda_env, s3_client, bucket, s3_backend, s3_workspace
+):
+    lambda_env(**{ENV_AUTO_START: "false", ENV_GROUP_SIZE: 2})
+    present = f"s3://{bucket}/inputs/doc-1.txt"
+    s3_client.put_object(Bucket=bucket, Key="inputs/doc-1.txt", Body=b"one")
+    key = "ws/manifests/nightly/batch-7.txt"
+    put_manifest(s3_client, bucket, key, [present, "ftp://nope/x", f"s3://{bucket}/inputs/never-uploaded.txt"], inputs_exist=False)
+
+    entry = populate.handler(manifest_event(bucket, key), LambdaContext(30))["manifests"][0]
+
+    record_key = "ws/manifest_errors/nightly/batch-7.txt.json"
+    assert entry["added_paths"] == 1
+    assert entry["bad_lines_recorded_in"] == f"s3://{bucket}/{record_key}"
+    record = json.loads(s3_client.get_object(Bucket=bucket, Key=record_key)["Body"].read())
+    assert record["manifest"] == f"s3://{bucket}/{key}" and record["bad_line_count"] == 2
+    assert [(b["line"], "ftp" in b["reason"] or "never-uploaded" in b["reason"]) for b in record["bad_lines"]] == [(2, True), (3, True)]
+    shown = run_cli("status", s3_workspace)
+    assert shown.returncode == 0, shown.stderr
+    assert f"manifest s3://{bucket}/{key}: 2 bad lines skipped, listed in s3://{bucket}/{record_key}" in shown.stdout
+
+    # The manifest fixed and uploaded again: its record goes.
+    put_manifest(s3_client, bucket, key, [present])
+    populate.handler(manifest_event(bucket, key), LambdaContext(30))
+    assert "Contents" not in s3_client.list_objects_v2(Bucket=bucket, Prefix="ws/manifest_errors/")
+    assert "bad line" not in run_cli("status", s3_workspace).stdout
 
 
 @pytest.mark.parametrize("event_key, manifest_key", [SAMPLE_KEY, PLAIN_KEY])
@@ -244,7 +279,10 @@ def test_a_manifest_deleted_before_populate_read_it_is_reported_not_raised(lambd
     assert entry["manifest"] == f"s3://{bucket}/ws/manifests/gone.txt"
     assert "NoSuchKey" in entry["error"]
     assert "added_paths" not in entry
-    assert objects(s3_client, bucket) == {}
+    # Nothing indexed; the error recorded where `s3wq status` shows it.
+    assert list(objects(s3_client, bucket)) == ["ws/manifest_errors/gone.txt.json"]
+    record = json.loads(s3_client.get_object(Bucket=bucket, Key="ws/manifest_errors/gone.txt.json")["Body"].read())
+    assert record["bad_line_count"] == 1 and "NoSuchKey" in record["bad_lines"][0]["reason"]
     assert executions(state_machine) == []
 
 
@@ -271,6 +309,7 @@ def test_a_direct_invocation_indexes_its_sources_with_its_group_size(lambda_env,
     lambda_env(**{ENV_STATE_MACHINE_ARN: state_machine, ENV_GROUP_SIZE: 10})
     docs = put_text_inputs(s3_client, bucket, 5)
     s3_client.put_object(Bucket=bucket, Key="inputs/readme.md", Body=b"not matched by the glob")
+    s3_client.put_object(Bucket=bucket, Key="elsewhere/extra.pdf", Body=b"%PDF-")
     sources = [f"s3://{bucket}/inputs/doc-*.txt", f"s3://{bucket}/elsewhere/extra.pdf"]
 
     result = populate.handler({"sources": sources, "group_size": 2}, LambdaContext(30))
@@ -279,6 +318,13 @@ def test_a_direct_invocation_indexes_its_sources_with_its_group_size(lambda_env,
     assert indexed_paths(s3_backend) == set(docs) | {f"s3://{bucket}/elsewhere/extra.pdf"}
     assert sorted(len(g.paths) for g in WorkIndex(s3_backend).iter_groups()) == [2, 2, 2]
     assert [e["executionArn"] for e in executions(state_machine)] == [result["execution_arn"]]
+
+
+def test_a_direct_invocation_naming_an_object_that_does_not_exist_is_refused_and_writes_nothing(lambda_env, s3_client, bucket):
+    with pytest.raises(BadInput, match="no such object"):
+        populate.handler({"sources": [f"s3://{bucket}/inputs/never-uploaded.pdf"]}, LambdaContext(30))
+
+    assert objects(s3_client, bucket) == {}
 
 
 # --- worker -------------------------------------------------------------------------------------------------

@@ -308,7 +308,7 @@ def test_inspect_a_pending_group_shows_no_lock_no_flags_no_result(s3_workspace, 
     human = run_cli("inspect", s3_workspace, pending.hash)
 
     assert doc == {
-        "hash": pending.hash, "state": "pending", "paths": list(pending.paths), "lock": None, "done": None, "failed": None, "result": None
+        "hash": pending.hash, "state": "pending", "paths": list(pending.paths), "lock": None, "done": None, "failed": None, "input_errors": None, "result": None
     }
     assert human.returncode == 0, human.stderr
     paths = [f"  {p}" for p in pending.paths]

@@ -252,6 +252,8 @@ def s3_encoded(key: str) -> str:
 def test_an_event_key_with_plus_percent_and_unicode_is_decoded_as_s3_encoded_it(populate_handler, s3_client, bucket, s3_backend):
     key = "ws/manifests/batch 7 + extra, 100% é 日本.txt"
     inputs = [f"s3://{bucket}/in/a+b.pdf", f"s3://{bucket}/in/100% é.pdf"]
+    for path in inputs:
+        s3_client.put_object(Bucket=bucket, Key=path.split("/", 3)[3], Body=b"%PDF-")
     s3_client.put_object(Bucket=bucket, Key=key, Body="\n".join(inputs).encode("utf-8"))
     encoded = s3_encoded(key)
     assert "+%2B+" in encoded and "%25" in encoded and "%C3%A9" in encoded
@@ -358,7 +360,7 @@ def segment_of_a_group_without_paths(s3_backend) -> str:
 
 CORRUPTIONS = [corrupt_catalog, catalog_with_hostile_numbers, catalog_with_a_huge_count, legacy_index_not_zstd, segment_row_without_a_hash, segment_row_whose_hash_climbs_out, segment_of_a_group_without_paths]
 COMMANDS = {
-    "populate": lambda ws, bucket: ["populate", ws, f"s3://{bucket}/inputs/new.txt"],
+    "populate": lambda ws, bucket: ["populate", ws, f"s3://{bucket}/inputs/new.txt", "--no-check"],
     "work": lambda ws, bucket: ["work", ws, "--time-limit", "30"],
     "status": lambda ws, bucket: ["status", ws],
     "inspect": lambda ws, bucket: ["inspect", ws, "0" * 40],
@@ -422,6 +424,7 @@ def test_a_garbage_lock_on_s3_is_held_until_stale_by_s3s_clock_then_taken_over(s
 
 def test_an_s3_event_delivered_through_sns_is_unwrapped_and_indexed(populate_handler, s3_client, bucket, s3_backend):
     # S3 -> SNS -> Lambda is a common fan-out; the S3 records ride in the SNS message.
+    s3_client.put_object(Bucket=bucket, Key="inputs/a.txt", Body=b"a")
     s3_client.put_object(Bucket=bucket, Key="ws/manifests/via sns.txt", Body=f"s3://{bucket}/inputs/a.txt\n".encode())
     s3_event = {
         "Records": [

@@ -94,6 +94,8 @@ def test_the_probes_see_what_the_roles_are_granted(stack):
     assert may(stack, "worker", "s3:DeleteObject", f"{workspace}/worker_locks/worker_x.lock")
     assert may(stack, "worker", "s3:GetObject", f"{S3}in-bucket/scans/page-1.pdf")
     assert may(stack, "populate", "s3:PutObject", f"{workspace}/index/catalog.json")
+    assert may(stack, "worker", "s3:PutObject", f"{workspace}/input_errors/input_errors_x.json")
+    assert may(stack, "populate", "s3:PutObject", f"{workspace}/manifest_errors/nightly/batch.txt.json")
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)

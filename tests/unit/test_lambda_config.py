@@ -34,7 +34,7 @@ def test_only_the_workspace_is_required_and_everything_else_has_its_one_default(
         foreign_lock_timeout=config.FOREIGN_LOCK_TIMEOUT_SECONDS,
         max_attempts=config.DEFAULT_MAX_ATTEMPTS,
         group_size=config.DEFAULT_GROUP_SIZE,
-        processor=config.LAMBDA_DEFAULT_PROCESSOR,
+        processor=config.DEFAULT_PROCESSOR,
         state_machine_arn=None,
         auto_start=True,
         workers=config.DEFAULT_WORKERS,

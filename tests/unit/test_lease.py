@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from s3wq import clock, layout
 from s3wq.backends import LocalBackend
-from s3wq.claims import FULL_SHARE, MIN_RUN_SECONDS, ClaimProtocol, enough_time, timeout_counts
+from s3wq.claims import FULL_SHARE, ClaimProtocol, enough_time, timeout_counts
+from s3wq.config import MIN_RUN_SECONDS
 from s3wq.errors import StorageError
 from s3wq.lease import EXPIRED, LOST, TIMEOUT, LeaseKeeper, lease_margin
 

@@ -67,7 +67,7 @@ def test_manifest_yields_sources_skipping_comments_and_blank_lines(tmp_path, inp
         newline=newline,
     )
 
-    expansion = SourceExpander().expand([f"@{manifest}"])
+    expansion = SourceExpander(check=False).expand([f"@{manifest}"])
 
     assert expansion.bad_lines == []
     assert expansion.paths == [
@@ -97,7 +97,7 @@ def test_strict_manifest_names_the_bad_line(tmp_path, bad, suffix, newline, monk
     manifest = write_manifest(tmp_path, ["# header", "", "s3://bucket/ok.pdf", bad, "s3://bucket/after.pdf"], suffix=suffix, newline=newline)
 
     with pytest.raises(BadManifestLine) as caught:
-        SourceExpander().expand([f"@{manifest}"], strict=True)
+        SourceExpander(check=False).expand([f"@{manifest}"], strict=True)
 
     assert (caught.value.manifest, caught.value.line_number) == (manifest, 4)
     assert BAD_LINES[bad] in caught.value.reason
@@ -109,7 +109,7 @@ def test_lenient_manifest_collects_bad_lines_and_keeps_the_rest(tmp_path, monkey
     lines = ["# header", "s3://bucket/ok.pdf", *BAD_LINES, "", "s3://bucket/last.pdf"]
     manifest = write_manifest(tmp_path, lines, newline="\r\n")
 
-    expansion = SourceExpander().expand([f"@{manifest}"], strict=False)
+    expansion = SourceExpander(check=False).expand([f"@{manifest}"], strict=False)
 
     assert expansion.paths == ["s3://bucket/ok.pdf", "s3://bucket/last.pdf"]
     assert [(b.manifest, b.line_number) for b in expansion.bad_lines] == [(manifest, n) for n in range(3, 3 + len(BAD_LINES))]
@@ -124,21 +124,21 @@ def test_lenient_manifest_collects_bad_lines_and_keeps_the_rest(tmp_path, monkey
 def test_bad_direct_source_raises_bad_source(tmp_path, source, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(BadSource):
-        SourceExpander().expand([source])
+        SourceExpander(check=False).expand([source])
 
 
 def test_missing_or_corrupt_manifest_raises_bad_source(tmp_path):
     with pytest.raises(BadSource, match="cannot read manifest"):
-        SourceExpander().expand([f"@{tmp_path / 'absent.txt'}"])
+        SourceExpander(check=False).expand([f"@{tmp_path / 'absent.txt'}"])
     corrupt = tmp_path / "broken.txt.gz"
     corrupt.write_bytes(b"not gzip at all")
     with pytest.raises(BadSource, match="unreadable"):
-        SourceExpander().expand([f"@{corrupt}"])
+        SourceExpander(check=False).expand([f"@{corrupt}"])
 
 
 def test_local_glob_and_directory_expand_to_absolute_files(tmp_path, inputs, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    expansion = SourceExpander().expand(["in/*.txt", "in/sub"])
+    expansion = SourceExpander(check=False).expand(["in/*.txt", "in/sub"])
     assert expansion.paths == [str((inputs / n).resolve()) for n in ["a.txt", "b.txt", "sub/c.txt", "sub/d e.txt"]]
 
 
@@ -154,6 +154,7 @@ def cli(tmp_path: Path, *args: str):
 
 
 STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "pending", "remaining", "finished", "released", "wait_seconds"}
+PROBLEM_KEYS = {"input_error_groups", "manifests_with_bad_lines", "manifest_errors"}
 WORK_KEYS = {"worker_id", "processed", "failed", "conflicts", "reclaimed", "stopped_reason"}
 
 
@@ -165,8 +166,9 @@ def test_cli_populate_status_work(tmp_path, inputs, local_workspace):
     status = cli(tmp_path, "status", local_workspace, "--json")
     assert status.returncode == 0, status.stderr
     doc = json.loads(status.stdout)
-    assert set(doc) == STATUS_KEYS
-    assert doc == {"groups": 2, "paths": 4, "done": 0, "failed": 0, "locked": 0, "pending": 2, "remaining": 2, "finished": 0, "released": 0, "wait_seconds": 0}
+    assert set(doc) == STATUS_KEYS | PROBLEM_KEYS
+    assert {k: doc[k] for k in STATUS_KEYS} == {"groups": 2, "paths": 4, "done": 0, "failed": 0, "locked": 0, "pending": 2, "remaining": 2, "finished": 0, "released": 0, "wait_seconds": 0}
+    assert {k: doc[k] for k in PROBLEM_KEYS} == {"input_error_groups": 0, "manifests_with_bad_lines": 0, "manifest_errors": []}
 
     work = cli(tmp_path, "work", local_workspace, "--json", "--time-limit", "60", "--worker-id", "cli-worker", "--processor", "text")
     assert work.returncode == 0, work.stderr

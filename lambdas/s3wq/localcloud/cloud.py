@@ -16,11 +16,16 @@ DEFAULT_BUCKET = "s3wq-local"
 class LocalCloud(LocalServer):
     name = "local cloud"
 
-    def __init__(self, *, port: int | None = None, log_dir: Path | None = None, extra_pythonpath: tuple[str, ...] = ()):
+    def __init__(
+        self, *, port: int | None = None, log_dir: Path | None = None, extra_pythonpath: tuple[str, ...] = (), keep_logs: bool = False
+    ):
         super().__init__(port)
         self.extra_pythonpath = extra_pythonpath
-        self._tmp = None if log_dir else tempfile.TemporaryDirectory(prefix="s3wq-localcloud-")
-        self.log_dir = Path(log_dir or self._tmp.name)
+        # keep_logs: the Lambdas' logs outlive the cloud (`local up`: read them after Ctrl-C).
+        self._tmp = None if log_dir or keep_logs else tempfile.TemporaryDirectory(prefix="s3wq-localcloud-")
+        if log_dir is None:
+            log_dir = Path(tempfile.mkdtemp(prefix="s3wq-localcloud-")) if keep_logs else Path(self._tmp.name)
+        self.log_dir = Path(log_dir)
         self.stack: LocalStack | None = None
 
     def command(self) -> list[str]:

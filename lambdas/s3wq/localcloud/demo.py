@@ -45,10 +45,10 @@ def _wait_for_execution(sfn: Any, state_machine_arn: str, timeout: float) -> str
     raise RuntimeError("populate did not start an execution; see the populate log")
 
 
-def run_demo(*, workers: int, inputs: int, group_size: int, processor: str, as_json: bool) -> int:
+def run_demo(*, workers: int, inputs: int, group_size: int, processor: str, as_json: bool, extra_pythonpath: tuple[str, ...] = ()) -> int:
     say = (lambda *a: None) if as_json else (lambda *a: print(*a, flush=True))
     started = time.monotonic()
-    with LocalCloud() as cloud:
+    with LocalCloud(extra_pythonpath=extra_pythonpath) as cloud:
         say(f"local cloud (S3, Lambda, IAM, Step Functions) on {cloud.endpoint}")
         stack = cloud.deploy({"defaultWorkers": workers, "groupSize": group_size, "processor": processor, "maxWorkers": max(workers, 1)})
         say(f"deployed the synthesized stack: {stack.outputs['StateMachineArn'].rsplit(':', 1)[-1]}, bucket {stack.bucket}")
@@ -134,11 +134,11 @@ def _print_summary(summary: dict, ok: bool) -> None:
     console.print("The local cloud is gone with the demo; `s3wq local up` keeps one running.")
 
 
-def run_up(*, port: int | None, workers: int, group_size: int, processor: str) -> int:
+def run_up(*, port: int | None, workers: int, group_size: int, processor: str, extra_pythonpath: tuple[str, ...] = ()) -> int:
     # A service manager stops with SIGTERM: leave through the context manager,
     # which stops the server process too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with LocalCloud(port=port) as cloud:
+    with LocalCloud(port=port, keep_logs=True, extra_pythonpath=extra_pythonpath) as cloud:
         stack = cloud.deploy({"defaultWorkers": workers, "groupSize": group_size, "processor": processor})
         print(f"local cloud on {cloud.endpoint}, logs in {cloud.log_dir}")
         for name, value in stack.outputs.items():
@@ -147,7 +147,8 @@ def run_up(*, port: int | None, workers: int, group_size: int, processor: str) -
         for key, value in cloud.env().items():
             print(f"  export {key}={value}")
         print(f"  aws s3 cp my-manifest.txt {stack.outputs['ManifestPrefix']}my-manifest.txt")
-        print(f"  s3wq status {stack.workspace} --watch")
+        # Populate runs when the upload's event arrives: wait for its index rather than count an empty workspace.
+        print(f"  s3wq status {stack.workspace} --watch --wait-for-index")
         print(f"  s3wq start --stack {stack.stack_name} --workers {workers} --wait")
         print("Ctrl-C stops it.", flush=True)
         try:
@@ -155,4 +156,5 @@ def run_up(*, port: int | None, workers: int, group_size: int, processor: str) -
                 time.sleep(1)
         except KeyboardInterrupt:
             print("stopping")
+        print(f"the Lambdas' logs are kept in {cloud.log_dir}", flush=True)
         return 0
