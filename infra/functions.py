@@ -53,6 +53,7 @@ class QueueFunctions(Construct):
             environment={
                 **common,
                 s3wq_config.ENV_GROUP_SIZE: str(settings.group_size),
+                s3wq_config.ENV_CHECK_INPUTS: "true" if settings.check_inputs else "false",
                 s3wq_config.ENV_WORKERS: str(settings.default_workers),
                 s3wq_config.ENV_AUTO_START: "true",
             },

@@ -42,6 +42,9 @@ class DeploySettings:
     max_rounds: int = 10
     max_attempts: int = 3
     group_size: int = 10
+    # Populate checks that each s3:// path of a manifest exists (a HEAD, or a
+    # LIST page per 1,000 keys of its folder); off for manifests too big to check in its time.
+    check_inputs: bool = True
     processor: str = "text"
     architecture: str = "arm64"
     tracing: bool = True
@@ -72,6 +75,7 @@ class DeploySettings:
             max_rounds=get("maxRounds", cls.max_rounds, int),
             max_attempts=get("maxAttempts", cls.max_attempts, int),
             group_size=get("groupSize", cls.group_size, int),
+            check_inputs=get("checkInputs", cls.check_inputs, _bool),
             processor=get("processor", cls.processor, str),
             architecture=get("architecture", cls.architecture, str),
             tracing=get("tracing", cls.tracing, _bool),

@@ -22,7 +22,7 @@ from aws_lambda_powertools.utilities.data_classes import S3Event
 from botocore.exceptions import ClientError
 
 from s3wq import layout
-from s3wq.errors import BadInput, BadSource
+from s3wq.errors import BadInput, BadSource, StorageError
 from s3wq.index import WorkIndex
 from s3wq.sources import SourceExpander
 
@@ -89,7 +89,7 @@ def record_manifest_errors(rt: Runtime, manifest_name: str, manifest_uri: str, b
 
 
 def populate_sources(rt: Runtime, sources: list[str], group_size: int) -> dict:
-    expansion = SourceExpander(rt.s3).expand(sources, strict=False)
+    expansion = SourceExpander(rt.s3, check=rt.config.check_inputs).expand(sources, strict=False)
     bad_lines = [{"manifest": b.manifest, "line": b.line_number, "reason": b.reason} for b in expansion.bad_lines]
     for bad in bad_lines[:MAX_BAD_LINES_RECORDED]:
         logger.warning("bad manifest line", extra=bad)
@@ -123,7 +123,12 @@ def _manifest_record(rt: Runtime, record: Any) -> dict:
         record_manifest_errors(rt, key[len(manifests_prefix):], uri, [{"manifest": uri, "line": 0, "reason": str(exc)}])
         return {"manifest": uri, "error": str(exc)}
     # Before the execution starts: `s3wq status` shows these from the first poll.
-    errors_uri = record_manifest_errors(rt, key[len(manifests_prefix):], uri, outcome["bad_lines"])
+    try:
+        errors_uri = record_manifest_errors(rt, key[len(manifests_prefix):], uri, outcome["bad_lines"])
+    except StorageError as exc:
+        # The lines are in this log; the paths indexed must still be run.
+        logger.error("bad manifest lines not recorded", extra={"manifest": uri, "error": str(exc)})
+        errors_uri = None
     if errors_uri:
         outcome["bad_lines_recorded_in"] = errors_uri
     metrics.add_metric(name="PathsIndexed", unit="Count", value=outcome["added_paths"])

@@ -328,6 +328,21 @@ class ClaimProtocol:
     def is_failed(self, hash_: str) -> bool:
         return self.backend.exists(layout.failed_key(hash_))
 
+    def record_input_errors(self, claim: Claim, count: int, inputs: tuple = ()) -> None:
+        """List the inputs the run could not use under ``input_errors/``, before its done flag; or clear an earlier run's list.
+
+        Written by the holder while its lease holds, so the list is this
+        run's. A lock the claim created had no run before it (a reset
+        deletes the list with the done flag), so only a claim that took over
+        an existing lock costs a DELETE when its run had no input errors.
+        """
+        key = layout.input_errors_key(claim.hash)
+        if count:
+            doc = {"hash": claim.hash, "owner": claim.owner, "attempt": claim.attempt, "input_errors": count, "inputs": list(inputs)}
+            self.backend.write(key, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
+        elif not claim.created:
+            self.backend.delete(key)
+
     def mark_done(self, claim: Claim, *, input_errors: int = 0) -> bool:
         """Write the done flag; False if another completion had written it first.
 

@@ -345,11 +345,14 @@ def cmd_reset(args: argparse.Namespace) -> int:
         _emit(args, asdict(ResetResult()), lambda d: "nothing to reset: no group is done or failed")
         return EXIT_OK
     if not args.yes and sys.stdin.isatty():
-        answer = input(f"reset {_plural(len(hashes), 'group')} of {backend.uri}, to be run again (results are overwritten)? [y/N] ")
+        try:
+            answer = input(f"reset {_plural(len(hashes), 'group')} of {backend.uri}, to run again (each result replaced when it does)? [y/N] ")
+        except EOFError:  # Ctrl-D: no
+            answer = ""
         if answer.strip().lower() not in ("y", "yes"):
             print("s3wq: nothing reset", file=sys.stderr)
             return EXIT_BAD_INPUT
-    result = reset_groups(backend, hashes)
+    result = reset_groups(backend, hashes, named=bool(args.hash))
 
     _emit(args, asdict(result), lambda d: _repaired(f"reset {_plural(len(d['reset']), 'group')}: pending again", d))
     return EXIT_OK

@@ -110,6 +110,7 @@ ENV_GROUP_SIZE = "S3WQ_GROUP_SIZE"
 ENV_PROCESSOR = "S3WQ_PROCESSOR"
 ENV_STATE_MACHINE_ARN = "S3WQ_STATE_MACHINE_ARN"
 ENV_AUTO_START = "S3WQ_AUTO_START"
+ENV_CHECK_INPUTS = "S3WQ_CHECK_INPUTS"
 ENV_WORKERS = "S3WQ_WORKERS"
 
 DEFAULT_WORKERS = 10
@@ -142,6 +143,7 @@ class LambdaConfig:
     processor: str = DEFAULT_PROCESSOR
     state_machine_arn: str | None = None
     auto_start: bool = True
+    check_inputs: bool = True
     workers: int = DEFAULT_WORKERS
 
     @classmethod
@@ -158,9 +160,10 @@ class LambdaConfig:
                 raise ConfigError(f"{ENV_WORKSPACE}: {exc}") from exc
         elif "://" in workspace:
             raise ConfigError(f"{ENV_WORKSPACE} must be s3://bucket/prefix or a local directory, got {workspace!r}")
-        auto_start_raw = (environ.get(ENV_AUTO_START) or "true").strip().lower()
-        if auto_start_raw not in _TRUE | _FALSE:
-            raise ConfigError(f"{ENV_AUTO_START} must be true or false, got {environ.get(ENV_AUTO_START)!r}")
+        auto_start_raw, check_inputs_raw = ((environ.get(name) or "true").strip().lower() for name in (ENV_AUTO_START, ENV_CHECK_INPUTS))
+        for name, raw in ((ENV_AUTO_START, auto_start_raw), (ENV_CHECK_INPUTS, check_inputs_raw)):
+            if raw not in _TRUE | _FALSE:
+                raise ConfigError(f"{name} must be true or false, got {environ.get(name)!r}")
         arn = environ.get(ENV_STATE_MACHINE_ARN) or None
         if arn is not None and not (arn.startswith("arn:") and ":stateMachine:" in arn):
             raise ConfigError(f"{ENV_STATE_MACHINE_ARN} is not a state machine ARN: {arn!r}")
@@ -173,5 +176,6 @@ class LambdaConfig:
             processor=environ.get(ENV_PROCESSOR) or DEFAULT_PROCESSOR,
             state_machine_arn=arn,
             auto_start=auto_start_raw in _TRUE,
+            check_inputs=check_inputs_raw in _TRUE,
             workers=int(_number(environ, ENV_WORKERS, DEFAULT_WORKERS, int, 1)),
         )

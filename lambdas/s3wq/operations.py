@@ -242,19 +242,24 @@ def done_groups(backend: Backend) -> set[str]:
     return set(listed_hashes(backend, layout.DONE_PREFIX, layout.DONE_SUFFIX))
 
 
-def reset_groups(backend: Backend, hashes: list[str]) -> ResetResult:
+def reset_groups(backend: Backend, hashes: list[str], *, named: bool = True) -> ResetResult:
     """Make groups pending again, done or failed, so that they run again from attempt 1.
 
-    Every hash must name a group of the index, checked before anything
-    changes. For each group: a live lock means it is being worked on, and it
-    is left alone; otherwise its done flag is deleted on the ETag just read,
-    its input-error list with it, and then it is requeued as a failed group
-    is (failed flag deleted, lock rewritten as released at attempt 1, each on
-    its ETag). Its result stays until the next run overwrites it.
+    ``named``: the hashes come from the user, and each must name a group of
+    the index, checked before anything changes (hashes listed from the
+    workspace's own flags need no such check, which reads a segment each).
+    For each group: a live lock means it is being worked on, and it is left
+    alone; otherwise its input-error list is deleted, then its done flag on
+    the ETag just read (until then no worker runs it, so nothing it writes is
+    lost), and then it is requeued as a failed group is (failed flag
+    deleted, lock rewritten as released at attempt 1, each on its ETag). Its
+    result stays until the next run replaces it. Workers already running may
+    have listed its done flag: they pass it by, and a later worker (or the
+    next round of a Lambda run) takes it.
     """
     for hash_ in hashes:
         layout.check_hash(hash_)
-        if _find_group(backend, hash_) is None:
+        if named and _find_group(backend, hash_) is None:
             raise BadInput(f"no group {hash_} in the index of {backend.uri}")
     result = ResetResult()
     for hash_ in sorted(set(hashes)):
@@ -270,9 +275,9 @@ def _reset_one(backend: Backend, hash_: str) -> bool:
         lock = read_lock(backend, hash_)
         if lock is not None and lock.live:
             return False
+        backend.delete(layout.input_errors_key(hash_))
         if not _delete_as_read(backend, layout.done_key(hash_)):
             continue
-        backend.delete(layout.input_errors_key(hash_))
         return _requeue_one(backend, hash_)
     return False
 

@@ -65,9 +65,9 @@ class ProcessorContext:
     def record_input_error(self, path: str, error: str) -> None:
         """Report an input this processor could not use, while the group as a whole succeeds.
 
-        Counted in the group's done flag and listed under ``input_errors/``
-        (written with the result), so ``s3wq status`` and ``s3wq failures
-        --inputs`` show them without reading any result.
+        When the processor returns, the worker counts them in the group's
+        done flag and lists them under ``input_errors/``, so ``s3wq status``
+        and ``s3wq failures --inputs`` show them without reading any result.
         """
         self.input_error_count += 1
         if len(self.input_errors) < MAX_INPUT_ERRORS_KEPT:
@@ -116,17 +116,7 @@ class ProcessorContext:
         if not self.claim_is_held():
             raise LeaseLost(f"the claim on group {self.group.hash} is no longer held; result not written")
         self.backend.write(self.result_key, body)
-        self._record_input_errors()
         return f"{self.backend.uri.rstrip('/')}/{self.result_key}"
-
-    def _record_input_errors(self) -> None:
-        key = layout.input_errors_key(self.group.hash)
-        if self.input_error_count:
-            doc = {"hash": self.group.hash, "attempt": self.attempt, "input_errors": self.input_error_count, "inputs": self.input_errors}
-            self.backend.write(key, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
-        elif self.attempt > 1:
-            # An earlier attempt's list, for inputs this attempt read.
-            self.backend.delete(key)
 
 
 def noop(group: Group, ctx: ProcessorContext) -> None:

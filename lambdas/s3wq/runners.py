@@ -162,7 +162,7 @@ class InProcessRunner:
         )
         try:
             self.processor(group, ctx)
-            return Returned(ctx.input_error_count)
+            return Returned(ctx.input_error_count, tuple(ctx.input_errors))
         except Exception as exc:  # a processor failure is an attempt, never a crash of the worker
             return Raised(one_line_error(exc), "".join(processor_traceback(exc)))
         finally:

@@ -24,7 +24,7 @@ processor started:
 
 Wire format (pickled tuples over a socket pair):
 worker -> host: ("run", hash, paths, worker_id, attempt, owner, deadline_epoch, held_until), ("lease", held_until), ("exit",)
-host -> worker: ("ready",) | ("load_error", message) first, then per run ("done", input errors, leftovers) |
+host -> worker: ("ready",) | ("load_error", message) first, then per run ("done", input errors, the first of them, leftovers) |
                 ("raised", error, traceback, leftovers) | ("died", exit code, lease over)
 """
 
@@ -59,9 +59,10 @@ _HOST_ENTRY = "import sys; from s3wq.sandbox import host_main; host_main(sys.arg
 
 @dataclass(frozen=True)
 class Returned:
-    """The processor returned; ``input_errors``: how many inputs it reported it could not use."""
+    """The processor returned; ``input_errors``: how many inputs it reported it could not use, and the first of them."""
 
     input_errors: int = 0
+    inputs: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ class ProcessorHost:
         if message[0] == "died":
             return self._died(message[1], message[2])
         if message[0] == "done":
-            end: Returned | Raised = Returned(message[1])
+            end: Returned | Raised = Returned(message[1], tuple(message[2]))
         else:
             end = Raised(message[1], message[2])
         if message[-1]:  # leftovers
@@ -339,7 +340,7 @@ def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str) -> N
         )
         try:
             processor(group, ctx)
-            reply: tuple = ("done", ctx.input_error_count, _leftovers())
+            reply: tuple = ("done", ctx.input_error_count, ctx.input_errors, _leftovers())
         except Exception as exc:  # a processor failure is an attempt, reported to the worker
             reply = ("raised", one_line_error(exc), "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:], _leftovers())
         with state.lock:

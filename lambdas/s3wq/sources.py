@@ -11,6 +11,7 @@ import glob
 import gzip
 import io
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -164,8 +165,10 @@ class SourceExpander:
         """Paths named by ``sources``. With ``strict``, the first bad manifest line raises;
         otherwise bad lines are collected and the valid ones kept.
 
-        A relative path in a local manifest is relative to the manifest's
-        folder, so a manifest can be moved together with its inputs.
+        A relative path in a manifest file is relative to the manifest's
+        folder, so a manifest can be moved together with its inputs; in a
+        stream (``@/dev/stdin``, ``@<(find ...)``) it is relative to the
+        current directory, as the command that wrote it meant.
         """
         result = Expansion()
         # Plain s3:// paths, checked together once everything is expanded: where each came from.
@@ -174,7 +177,7 @@ class SourceExpander:
         for source in sources:
             if source.startswith("@"):
                 manifest = source[1:]
-                base = None if manifest.startswith("s3://") else os.path.dirname(os.path.abspath(manifest))
+                base = _manifest_folder(manifest)
                 for number, line in iter_manifest(manifest, self.s3):
                     try:
                         reason = _check_text(line)
@@ -265,6 +268,17 @@ class SourceExpander:
         return matches
 
 
+def _manifest_folder(manifest: str) -> str | None:
+    """The folder relative paths in ``manifest`` start from: its own, if it is a local regular file."""
+    if manifest.startswith("s3://"):
+        return None
+    try:
+        regular = stat.S_ISREG(os.stat(manifest).st_mode)
+    except OSError:
+        return None  # unreadable: iter_manifest says so
+    return os.path.dirname(os.path.abspath(manifest)) if regular else None
+
+
 def _searchable(path: str) -> bool:
     """Whether the nearest folder above ``path`` that exists may be looked into (else "no such file" would be a guess)."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -283,9 +297,11 @@ def missing_objects(s3: Any, uris: list[str]) -> set[str]:
 
     Grouped by folder: up to _HEAD_AT_MOST objects of a folder cost a HEAD
     each; more are found by listing the folder from just before the first of
-    them to the last (a page per 1,000 keys in between), which for a
-    manifest of a whole folder is a thousandth of the requests. Folders are
-    checked MAX_PARALLEL_REQUESTS at a time.
+    them to the last, a thousand keys a page. A listing never costs more
+    requests than the HEADs it replaces: past one page per wanted key (a few
+    keys scattered over a huge folder) the keys not reached yet are checked
+    one HEAD each, as they are when the caller may read but not list.
+    Folders are checked MAX_PARALLEL_REQUESTS at a time.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -298,26 +314,42 @@ def missing_objects(s3: Any, uris: list[str]) -> set[str]:
 
     def check(item: tuple[tuple[str, str], list[str]]) -> list[str]:
         (bucket, folder), keys = item
-        if len(keys) <= _HEAD_AT_MOST:
-            return [f"s3://{bucket}/{k}" for k in keys if not _head_exists(s3, bucket, k)]
-        wanted = set(keys)
-        first, last = min(keys), max(keys)
-        found: set[str] = set()
-        try:
-            pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=folder, StartAfter=first[:-1])
-            for page in pages:
-                contents = page.get("Contents", [])
-                found.update(item["Key"] for item in contents if item["Key"] in wanted)
-                if not contents or contents[-1]["Key"] >= last:
-                    break
-        except (ClientError, BotoCoreError) as exc:
-            if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _USER_ERROR_CODES:
-                return [f"s3://{bucket}/{k}" for k in keys]
-            raise StorageError(f"cannot list s3://{bucket}/{folder}: {exc}") from exc
-        return [f"s3://{bucket}/{k}" for k in keys if k not in found]
+        keys = sorted(keys)
+        missing, unknown = ([], keys) if len(keys) <= _HEAD_AT_MOST else _check_by_listing(s3, bucket, folder, keys)
+        missing += [k for k in unknown if not _head_exists(s3, bucket, k)]
+        return [f"s3://{bucket}/{k}" for k in missing]
 
     with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_REQUESTS, len(folders))) as pool:
         return {uri for missing in pool.map(check, folders.items()) for uri in missing}
+
+
+def _check_by_listing(s3: Any, bucket: str, folder: str, keys: list[str]) -> tuple[list[str], list[str]]:
+    """List ``folder`` across ``keys`` (sorted), a page per key at most: (keys listed past and absent, keys not reached)."""
+    wanted = set(keys)
+    found: set[str] = set()
+    listed_to = ""
+    try:
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=folder, StartAfter=keys[0][:-1])
+        for number, page in enumerate(pages, start=1):
+            contents = page.get("Contents", [])
+            found.update(item["Key"] for item in contents if item["Key"] in wanted)
+            if not page.get("IsTruncated") or not contents:
+                listed_to = keys[-1]  # the folder ends here: every key is accounted for
+                break
+            listed_to = contents[-1]["Key"]
+            if listed_to >= keys[-1] or number >= len(keys):
+                break
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code")
+        if code == "NoSuchBucket":
+            return keys, []
+        if code in _USER_ERROR_CODES:
+            return [], keys  # may read but not list: a HEAD each tells which
+        raise StorageError(f"cannot list s3://{bucket}/{folder}: {exc}") from exc
+    except BotoCoreError as exc:
+        raise StorageError(f"cannot list s3://{bucket}/{folder}: {exc}") from exc
+    absent = [k for k in keys if k not in found and k <= listed_to]
+    return absent, [k for k in keys if k > listed_to]
 
 
 def _head_exists(s3: Any, bucket: str, key: str) -> bool:

@@ -363,8 +363,8 @@ class Worker:
         while claimed is not None:
             group, claim = claimed
             outcome, ahead = self._attempt(group, claim, prefetch=functools.partial(self._claim_ahead, walk, claim))
-            if ahead is not None and outcome not in _FINISHED:
-                # The group in front did not finish (handed back, lost, stopped):
+            if ahead is not None and (outcome not in _FINISHED or self._breaker.tripped):
+                # The group in front did not finish (handed back, lost, stopped), or the breaker tripped:
                 # the claim made behind it is given back, and walked to again.
                 self._give_back_ahead(ahead)
                 walk.ahead.appendleft(ahead[0])
@@ -374,10 +374,13 @@ class Worker:
         if self._ahead_pool is not None:
             self._ahead_pool.shutdown()
             self._ahead_pool = None
-        if not (self.stop is not None and self.stop.requested) and self.report.stopped_reason not in ("time_limit", "processor_failing"):
+        if not (self.stop is not None and self.stop.requested) and self.report.stopped_reason != "time_limit" and not self._breaker.tripped:
             self._drain_waiting(walk.waiting)
         if self.stop is not None and self.stop.requested:
             self.report.stopped_reason = "interrupted"
+        elif self._breaker.tripped:
+            # Whatever ended the walk after it (the last group of the drain phase, say).
+            self.report.stopped_reason = "processor_failing"
         return self.report
 
     def _claim_ahead(self, walk: "_Walk", running: Claim) -> tuple[Group, Claim] | None:
@@ -665,7 +668,7 @@ class Worker:
         if deferred is not None:
             deferred()
 
-    def _complete(self, group: Group, claim: Claim, lease: LeaseState, started: float, *, defer_release: bool, input_errors: int = 0) -> str:
+    def _complete(self, group: Group, claim: Claim, lease: LeaseState, started: float, *, defer_release: bool, end: Returned = Returned()) -> str:
         """Record a run that returned -- done flag, then lock released -- while the lease still holds.
 
         The done flag is always written before the next run starts: a worker
@@ -675,10 +678,11 @@ class Worker:
         """
         if not lease.held():
             return self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
-        ours = self.protocol.mark_done(claim, input_errors=input_errors)
+        self.protocol.record_input_errors(claim, end.input_errors, end.inputs)
+        ours = self.protocol.mark_done(claim, input_errors=end.input_errors)
         self._count("processed" if ours else "already_finished", 1)
-        if ours and input_errors:
-            self._count("input_errors", input_errors)
+        if ours and end.input_errors:
+            self._count("input_errors", end.input_errors)
         if defer_release:
             self._deferred = functools.partial(self._release, claim)
         else:
@@ -754,7 +758,7 @@ class Worker:
                 self._breaker.disarm()
                 self.longest_group_seconds = max(self.longest_group_seconds, ran)
                 self._recent_run_seconds.append(ran)
-                return self._complete(group, claim, keeper.state, started, defer_release=ahead is not None, input_errors=end.input_errors)
+                return self._complete(group, claim, keeper.state, started, defer_release=ahead is not None, end=end)
             if isinstance(end, Stopped):
                 return self._stopped(group, claim, end, ran, started, budget=budget)
             assert isinstance(end, Raised)
@@ -762,16 +766,17 @@ class Worker:
             log.warning("group %s attempt %d failed: %s", group.hash, claim.attempt, end.error)
             if end.traceback:
                 log.info("group %s attempt %d traceback:\n%s", group.hash, claim.attempt, end.traceback.rstrip())
-            if self._breaker.tripped_by(group.hash, end.error):
+            tripped = self._breaker.tripped_by(group.hash, end.error)
+            if tripped:
+                self.report.breaker_error = end.error
+            if claim.attempt >= self.settings.max_attempts:
+                return self._fail(group, claim, end.error, started, traceback=end.traceback)
+            if tripped:
                 # A broken processor: stop before it fails the whole queue. The
                 # group keeps this attempt's count and is free for a fixed one.
-                self.report.stopped_reason = "processor_failing"
-                self.report.breaker_error = end.error
                 self._hand_back(claim, ERROR, counted=True, error=end.error)
                 self.observer.group_finished(group, claim, "released", clock.now() - started)
                 return "released"
-            if claim.attempt >= self.settings.max_attempts:
-                return self._fail(group, claim, end.error, started, traceback=end.traceback)
             self._count("retried", 1)
             backoff = self.settings.backoff_before(claim.attempt + 1)
             if not self.has_time(backoff):

@@ -90,3 +90,10 @@ def test_tracing_setting_switches_lambda_and_powertools_together(synth, kind, tr
     mode = stack.function(kind)[1]["Properties"].get("TracingConfig", {}).get("Mode", "PassThrough")
     assert mode == ("Active" if tracing else "PassThrough")
     assert stack.environment(kind)["POWERTOOLS_TRACE_DISABLED"] == ("false" if tracing else "true")
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_check_inputs_setting_reaches_populate_alone(synth, check):
+    stack = synth({} if check else {"checkInputs": False})
+    assert stack.environment("populate")[config.ENV_CHECK_INPUTS] == ("true" if check else "false")
+    assert config.ENV_CHECK_INPUTS not in stack.environment("worker")

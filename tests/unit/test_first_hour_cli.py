@@ -227,6 +227,18 @@ def test_a_broken_processor_trips_the_breaker_and_leaves_the_rest_of_the_queue(p
     assert (counts["failed"], counts["pending"], counts["done"]) == (2, 6, 0), counts
 
 
+def test_a_breaker_that_trips_on_a_groups_last_attempt_fails_it_with_its_real_error(project):
+    (project / "inputs" / "d.txt").write_text("d\n")
+    populate(project)  # 4 groups
+
+    work = s3wq(project, "work", "ws", "--processor", "myproc:broken", "--max-attempts", "1")
+
+    assert work.returncode == 1 and "failed the first 3 groups it ran with the same error" in work.stderr
+    failures = json.loads(s3wq(project, "failures", "ws", "--json").stdout)["failures"]
+    assert [(f["kind"], f["error"], "in helper" in f["traceback"]) for f in failures] == [("error", "KeyError: 'missing'", True)] * 3
+    assert status(project)["pending"] == 1
+
+
 def test_different_errors_do_not_trip_the_breaker(project):
     (project / "myproc.py").write_text("def each_its_own(group, ctx):\n    raise ValueError(f'bad input {group.paths[0]}')\n")
     populate(project)
@@ -333,6 +345,21 @@ def test_inputs_the_text_processor_cannot_use_are_counted_and_listed(project):
     assert sorted(f.get("input_errors", 0) for f in flags) == [0, 0, 0, 1, 1]
 
 
+def test_a_reset_group_whose_input_was_fixed_has_no_input_errors_left(project):
+    (project / "inputs" / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    populate(project)
+    s3wq(project, "work", "ws")
+    [listed] = json.loads(s3wq(project, "failures", "ws", "--inputs", "--json").stdout)["groups"]
+    assert "not UTF-8 text" in listed["inputs"][0]["error"]
+    (project / "inputs" / "latin1.txt").write_text("café\n", encoding="utf-8")
+
+    assert s3wq(project, "reset", "ws", "--hash", listed["hash"], "--yes").returncode == 0
+    assert s3wq(project, "work", "ws").returncode == 0
+
+    assert json.loads(s3wq(project, "failures", "ws", "--inputs", "--json").stdout)["groups"] == []
+    assert status(project)["input_error_groups"] == 0
+
+
 # --- 4. errors that name the problem --------------------------------------------------------------------------
 
 
@@ -398,3 +425,12 @@ def test_relative_paths_in_a_manifest_are_relative_to_the_manifest(project, tmp_
     assert result.returncode == 0, result.stderr
     paths = sorted(p for group in _groups(project) for p in group)
     assert paths == [str(project / "inputs" / n) for n in ("a.txt", "b.txt", "c.txt")]
+
+
+def test_relative_paths_from_a_stream_are_relative_to_the_current_directory(project):
+    listing = subprocess.run(
+        [S3WQ_SCRIPT, "populate", "ws", "@/dev/stdin"], cwd=project, input="inputs/a.txt\ninputs/c.txt\n", capture_output=True, text=True
+    )
+
+    assert listing.returncode == 0, listing.stderr
+    assert sorted(p for group in _groups(project) for p in group) == [str(project / "inputs" / n) for n in ("a.txt", "c.txt")]

@@ -9,6 +9,7 @@ import pytest
 from s3wq import config
 from s3wq.config import (
     ENV_AUTO_START,
+    ENV_CHECK_INPUTS,
     ENV_FOREIGN_LOCK_TIMEOUT,
     ENV_GROUP_SIZE,
     ENV_LEASE,
@@ -67,6 +68,7 @@ def test_every_variable_is_parsed_to_its_type():
             ENV_PROCESSOR: "mypkg.ocr:process",
             ENV_STATE_MACHINE_ARN: STATE_MACHINE_ARN,
             ENV_AUTO_START: " Off ",
+            ENV_CHECK_INPUTS: "no",
             ENV_WORKERS: "50",
         }
     )
@@ -80,6 +82,7 @@ def test_every_variable_is_parsed_to_its_type():
         processor="mypkg.ocr:process",
         state_machine_arn=STATE_MACHINE_ARN,
         auto_start=False,
+        check_inputs=False,
         workers=50,
     )
     assert all(type(v) is int for v in (parsed.max_attempts, parsed.group_size, parsed.workers))
@@ -93,6 +96,12 @@ def test_auto_start_accepts_the_usual_spellings_of_true(raw):
 @pytest.mark.parametrize("raw", ["0", "false", "False", "no", "off"])
 def test_auto_start_accepts_the_usual_spellings_of_false(raw):
     assert LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_AUTO_START: raw}).auto_start is False
+
+
+def test_check_inputs_is_on_unless_switched_off_and_refuses_other_words():
+    assert LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE}).check_inputs is True
+    with pytest.raises(ConfigError, match="S3WQ_CHECK_INPUTS must be true or false, got 'maybe'"):
+        LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_CHECK_INPUTS: "maybe"})
 
 
 def test_a_local_directory_is_a_workspace_too():
