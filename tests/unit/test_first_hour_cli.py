@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -372,18 +374,26 @@ def test_local_up_on_a_port_in_use_says_so(tmp_path):
     assert line == f"s3wq: error: port {port} is already in use; choose another with --port, or leave --port out for a free one"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a mode-000 directory")
-def test_an_unreadable_directory_is_permission_denied_not_empty(project):
-    locked = project / "inputs" / "locked"
-    locked.mkdir()
-    (locked / "secret.txt").write_text("x")
-    locked.chmod(0)
+def test_an_unreadable_directory_is_permission_denied_not_empty():
+    # Root reads a mode-000 directory: as root (CI's containers), the command runs as nobody.
+    base = Path(tempfile.mkdtemp(prefix="s3wq-permissions-"))
     try:
-        line = one_error_line(s3wq(project, "populate", "ws", "inputs"))
+        base.chmod(0o777)
+        (base / "inputs" / "locked").mkdir(parents=True)
+        (base / "inputs" / "a.txt").write_text("a")
+        (base / "inputs" / "locked" / "secret.txt").write_text("x")
+        (base / "inputs" / "locked").chmod(0)
+        command = [S3WQ_SCRIPT, "populate", str(base / "ws"), str(base / "inputs")]
+        if os.geteuid() == 0:
+            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        result = subprocess.run(command, cwd=base, capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(base)})
+
+        line = one_error_line(result)
+        assert "cannot read directory" in line and "Permission denied" in line
+        assert not (base / "ws").exists()
     finally:
-        locked.chmod(0o755)
-    assert "cannot read directory" in line and "Permission denied" in line
-    assert not (project / "ws").exists()
+        (base / "inputs" / "locked").chmod(0o755)
+        shutil.rmtree(base)
 
 
 def test_a_safety_margin_that_leaves_no_time_is_refused(project):
