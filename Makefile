@@ -5,6 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
+# The Node.js LTS pinned in package.json (npm installs it into node_modules/)
+# runs the CDK CLI and the jsii runtime behind aws-cdk-lib, whatever Node the machine has.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 .PHONY: install demo test synth clean
 

@@ -17,7 +17,7 @@ until the status function says the last of them would go stale.
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
@@ -74,7 +74,8 @@ class WorkerStateMachine(Construct):
             self,
             "BadInput",
             error="BadInput",
-            cause=f"'workers' must be a number from 1 to {settings.max_workers} and 'failureTolerance' a number of 0 or more",
+            cause=f"'workers' must be a whole number from 1 up (more than maxWorkers, {settings.max_workers}, run {settings.max_workers}) "
+            "and 'failureTolerance' a whole number of 0 or more",
         )
         cap_workers = sfn.Pass(
             self,
@@ -175,6 +176,28 @@ class WorkerStateMachine(Construct):
         )
         next_round.next(run_workers).next(count_after).next(more_rounds)
         anything_to_do = sfn.Choice(self, "AnythingToDo").when(sfn.Condition.number_equals("$.status.remaining", 0), summary).otherwise(next_round)
+        # ASL has no integer test, but a whole number prints without a point or
+        # an exponent ("3"; 2.5 prints "2.5", 3.0 "3.0", 1e3 "1000.0"), and
+        # States.ArrayRange fails on anything else with an intrinsic-function
+        # error instead of BadInput.
+        as_text = sfn.Pass(
+            self,
+            "NumbersAsText",
+            parameters={
+                "workers": sfn.JsonPath.json_to_string(sfn.JsonPath.number_at("$.args.workers")),
+                "failureTolerance": sfn.JsonPath.json_to_string(sfn.JsonPath.number_at("$.args.failureTolerance")),
+            },
+            result_path="$.asText",
+        )
+        fraction = [
+            sfn.Condition.string_matches(f"$.asText.{name}", pattern) for name in ("workers", "failureTolerance") for pattern in ("*.*", "*e*", "*E*")
+        ]
+        whole_numbers = (
+            sfn.Choice(self, "WholeNumbers")
+            .when(sfn.Condition.or_(*fraction), bad_input)
+            .when(sfn.Condition.number_greater_than("$.args.workers", settings.max_workers), cap_workers.next(init))
+            .otherwise(init)
+        )
         check_input = (
             sfn.Choice(self, "CheckInput")
             .when(
@@ -186,13 +209,21 @@ class WorkerStateMachine(Construct):
                 ),
                 bad_input,
             )
-            .when(sfn.Condition.number_greater_than("$.args.workers", settings.max_workers), cap_workers.next(init))
-            .otherwise(init)
+            .otherwise(as_text.next(whole_numbers))
         )
         init.next(count_before).next(anything_to_do)
         definition = defaults.next(read_input).next(check_input)
 
-        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        # Under /aws/vendedlogs/: CloudWatch Logs then needs no resource-policy
+        # entry per log group, and an account whose policy is near its 5,120
+        # characters cannot make CreateStateMachine fail (and the stack roll back).
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"/aws/vendedlogs/states/{Stack.of(self).stack_name}-drain-loop",
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",

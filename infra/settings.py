@@ -50,6 +50,8 @@ class DeploySettings:
     tracing: bool = True
     bundling: bool = True
     input_buckets: tuple[InputLocation, ...] = field(default_factory=tuple)
+    # Customer managed KMS keys that encrypt the inputs or the workspace (SSE-KMS).
+    kms_key_arns: tuple[str, ...] = field(default_factory=tuple)
     alarm_topic_arn: str | None = None
 
     @classmethod
@@ -81,6 +83,7 @@ class DeploySettings:
             tracing=get("tracing", cls.tracing, _bool),
             bundling=get("bundling", cls.bundling, _bool),
             input_buckets=get("inputBuckets", (), _input_locations),
+            kms_key_arns=get("kmsKeyArns", (), _string_list),
             alarm_topic_arn=get("alarmTopicArn", None, str),
         )
         settings.validate()
@@ -111,8 +114,33 @@ class DeploySettings:
             problems.append(f"architecture must be arm64 or x86_64, got {self.architecture!r}")
         if self.alarm_topic_arn is not None and not re.fullmatch(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}", self.alarm_topic_arn):
             problems.append(f"alarmTopicArn {self.alarm_topic_arn!r} is not an SNS topic ARN")
+        for arn in self.kms_key_arns:
+            if not _KMS_KEY_ARN_RE.fullmatch(arn):
+                problems.append(f"kmsKeyArns entry {arn!r} is not a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/KEY-ID; not an alias)")
+        manifests = f"{self.workspace_prefix}/manifests/"
+        for location in self.input_buckets:
+            if location.bucket == self.bucket_name and (not location.prefix or manifests.startswith(location.prefix.rstrip("/") + "/")):
+                # Populate would index the manifests as inputs, and a glob over the
+                # prefix would pick up each new manifest as one more input.
+                problems.append(
+                    f"inputBuckets entry {location.bucket}/{location.prefix} contains the manifest prefix {manifests}: "
+                    "name an input prefix beside the workspace, not above it"
+                )
         if problems:
             raise ValueError("; ".join(problems))
+
+
+# A key, not an alias: IAM grants on an alias ARN do not cover the key's use by S3.
+_KMS_KEY_ARN_RE = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}")
+
+
+def _string_list(value: Any) -> tuple[str, ...]:
+    # `-c kmsKeyArns='["arn:..."]'` arrives as a JSON string; cdk.json as a list.
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip().startswith("[") else [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of strings")
+    return tuple(value)
 
 
 def _bool(value: Any) -> bool:

@@ -52,6 +52,7 @@ class S3wqStack(Stack):
         self._grant_worker()
         self._grant_populate()
         self._grant_status()
+        self._grant_kms()
 
         manifests_prefix = f"{settings.workspace_prefix}/{MANIFESTS_DIR}"
         self.storage.bucket.add_event_notification(
@@ -138,6 +139,22 @@ class S3wqStack(Stack):
                 ],
             )
         )
+
+    def _grant_kms(self) -> None:
+        """SSE-KMS inputs or workspace: every function decrypts what it reads; worker and populate encrypt what they write.
+
+        Only through S3 (kms:ViaService), only the named keys.
+        """
+        keys = list(self.settings.kms_key_arns)
+        if not keys:
+            return
+        via_s3 = {"StringEquals": {"kms:ViaService": f"s3.{self.region}.amazonaws.com"}}
+        for function, actions in (
+            (self.functions.worker, ["kms:Decrypt", "kms:GenerateDataKey"]),
+            (self.functions.populate, ["kms:Decrypt", "kms:GenerateDataKey"]),
+            (self.functions.status, ["kms:Decrypt"]),
+        ):
+            function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=keys, conditions=via_s3))
 
     def _grant_status(self) -> None:
         index = _dir(layout.INDEX_CATALOG_KEY) + "*"

@@ -236,3 +236,21 @@ def test_groups_populated_while_a_round_runs_are_drained_by_the_same_execution(c
     output = json.loads(description["output"])
     assert output["remaining"] == 0 and output["rounds"] >= 2
     assert all(backend.exists(layout.done_key(layout.group_hash([p]))) for p in first + later)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [{"workers": 2.5}, {"workers": 3.0}, {"workers": 1e3}, {"workers": 0}, {"workers": "4"}, {"failureTolerance": 0.5}, {"failureTolerance": -1}],
+    ids=["fraction", "whole-but-written-3.0", "exponent", "zero", "a-string", "fractional-tolerance", "negative-tolerance"],
+)
+def test_an_execution_whose_input_is_not_whole_numbers_ends_in_bad_input_and_runs_no_worker(cloud_env, document):
+    sfn = cloud_env.client("stepfunctions")
+    arn = sfn.start_execution(stateMachineArn=cloud_env.stack.state_machine_arn, name=f"bad-{uuid.uuid4().hex[:8]}", input=json.dumps(document))["executionArn"]
+    deadline = time.monotonic() + 60
+    while (described := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    assert (described["status"], described.get("error")) == ("FAILED", "BadInput"), described
+    assert "whole number" in described["cause"]
+    entered = {e["stateEnteredEventDetails"]["name"] for e in sfn.get_execution_history(executionArn=arn)["events"] if "stateEnteredEventDetails" in e}
+    assert not entered & {"Init", "RunWorkers", "CountBefore"}, entered

@@ -34,7 +34,9 @@ HANDLERS = {
 
 # Context variants; each is synthesized once per session.
 EXISTING_BUCKET = {"bucketName": "my-existing-bucket"}
-INPUT_BUCKETS = {"inputBuckets": ["in-bucket/scans"]}
+KMS_KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+# Inputs elsewhere, encrypted (as the workspace may be) with a customer managed key.
+INPUT_BUCKETS = {"inputBuckets": ["in-bucket/scans"], "kmsKeyArns": [KMS_KEY]}
 TUNED = {
     "workerTimeoutSeconds": 300,
     "workerMemoryMb": 2048,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from aws_cdk.assertions import Match
-from stack_under_test import EXISTING_BUCKET, INPUT_BUCKETS, TUNED, VARIANTS, folder_of
+from stack_under_test import EXISTING_BUCKET, INPUT_BUCKETS, KMS_KEY, TUNED, VARIANTS, folder_of, render
 
 from s3wq import layout
 
@@ -166,3 +168,20 @@ def test_populate_lists_input_buckets_only_under_their_prefix(synth):
         },
     )
     assert in_bucket not in stack.allowed("worker", "s3:ListBucket")
+
+
+def test_sse_kms_keys_are_granted_through_s3_only_and_only_as_each_function_needs(synth):
+    stack = synth(INPUT_BUCKETS)
+    for kind, actions in {"worker": {"kms:Decrypt", "kms:GenerateDataKey"}, "populate": {"kms:Decrypt", "kms:GenerateDataKey"}, "status": {"kms:Decrypt"}}.items():
+        statements = [s for s in stack.statements(stack.role_id(kind)) if any(a.startswith("kms:") for a in s.actions)]
+        assert len(statements) == 1, (kind, statements)
+        [statement] = statements
+        assert set(statement.actions) == actions
+        assert statement.resources == (KMS_KEY,)
+        assert json.dumps(statement.condition) == json.dumps({"StringEquals": {"kms:ViaService": statement.condition["StringEquals"]["kms:ViaService"]}})
+        assert render(statement.condition["StringEquals"]["kms:ViaService"]) == "s3.${AWS::Region}.amazonaws.com"
+
+
+def test_without_kms_keys_no_function_may_use_kms(stack):
+    for kind in ("worker", "populate", "status"):
+        assert not [a for s in stack.statements(stack.role_id(kind)) for a in s.actions if a.startswith("kms:")]

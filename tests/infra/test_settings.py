@@ -18,6 +18,8 @@ from infra.settings import DeploySettings
         ("workerTimeoutSeconds", "1000"),
         ("architecture", "sparc"),
         ("workspacePrefix", "../x"),
+        ("kmsKeyArns", '["arn:aws:kms:us-east-1:123456789012:alias/mine"]'),
+        ("kmsKeyArns", "[1, 2]"),
     ],
 )
 def test_bad_context_value_names_the_setting(name, value):
@@ -29,3 +31,16 @@ def test_cdk_json_context_is_valid():
     settings = DeploySettings.from_context(cdk.App(context=cdk_json_context()))
     assert settings.bundling is True
     assert settings.architecture == "arm64"
+
+
+@pytest.mark.parametrize("entry", ["shared-bucket", "shared-bucket/", "shared-bucket/runs", "shared-bucket/runs/s3wq"])
+def test_an_input_prefix_that_contains_the_manifest_prefix_stops_the_synth(entry):
+    context = {"bucketName": "shared-bucket", "workspacePrefix": "runs/s3wq", "inputBuckets": [entry]}
+    with pytest.raises(ValueError, match="contains the manifest prefix runs/s3wq/manifests/"):
+        DeploySettings.from_context(cdk.App(context=context))
+
+
+@pytest.mark.parametrize("entry", ["shared-bucket/scans", "shared-bucket/runs/s3wq-inputs", "other-bucket"])
+def test_an_input_prefix_beside_the_workspace_is_accepted(entry):
+    context = {"bucketName": "shared-bucket", "workspacePrefix": "runs/s3wq", "inputBuckets": [entry]}
+    assert DeploySettings.from_context(cdk.App(context=context)).input_buckets

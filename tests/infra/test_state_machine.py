@@ -203,3 +203,33 @@ def test_groups_handed_back_in_a_round_without_progress_get_another_round_not_a_
         if rule.get("Variable") == "$.status.released" and rule.get("NumericGreaterThan") == 0
     ]
     assert len(rules) == 1 and graph.reaches(rules[0]["Next"], run_workers)
+
+
+def test_the_log_group_is_a_vended_one(stack):
+    # Outside /aws/vendedlogs/, CreateStateMachine adds to the account's CloudWatch Logs resource policy,
+    # which fails once that policy nears its 5,120 characters.
+    _, machine = stack.state_machine()
+    destination = machine["Properties"]["LoggingConfiguration"]["Destinations"][0]["CloudWatchLogsLogGroup"]["LogGroupArn"]
+    logical_id = stack.arn(destination).removeprefix("${").removesuffix(".Arn}")
+    name = stack.resources[logical_id]["Properties"]["LogGroupName"]
+    assert name.startswith("/aws/vendedlogs/states/") and "S3wq" in name
+
+
+def test_workers_and_failure_tolerance_must_print_as_whole_numbers_before_any_range_is_built(stack):
+    graph = graph_of(stack)
+    [bad_input] = [name for name in graph.of_type("Fail") if graph.states[name]["Error"] == "BadInput"]
+    texts = [n for n in graph.of_type("Pass") if "States.JsonToString($.args.workers)" in str(graph.states[n].get("Parameters", {}))]
+    assert len(texts) == 1
+    patterns = {
+        (rule["Variable"], rule["StringMatches"])
+        for name in graph.of_type("Choice")
+        for choice in graph.states[name]["Choices"]
+        if choice["Next"] == bad_input
+        for rule in choice.get("Or", [choice])
+        if "StringMatches" in rule
+    }
+    for name in ("workers", "failureTolerance"):
+        assert {(f"$.asText.{name}", p) for p in ("*.*", "*e*", "*E*")} <= patterns
+    # No path reaches the range of worker items without the check.
+    [init] = [n for n in graph.of_type("Pass") if "States.ArrayRange" in str(graph.states[n].get("Parameters", {}))]
+    assert init not in graph.reachable(avoiding={texts[0]})
