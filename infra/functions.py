@@ -44,6 +44,7 @@ class QueueFunctions(Construct):
             # invocation has certainly ended.
             environment={**common, s3wq_config.ENV_LEASE: str(settings.worker_timeout_seconds)},
             description="s3wq worker: claims and processes groups until the queue is empty or time runs out",
+            reserved_concurrency=settings.worker_reserved_concurrency,
         )
         self.populate = self._function(
             "Populate",
@@ -68,7 +69,9 @@ class QueueFunctions(Construct):
             description="s3wq status: counts done, failed, locked and pending groups",
         )
 
-    def _function(self, name: str, *, handler: str, timeout: int, memory: int, environment: dict, description: str) -> lambda_.Function:
+    def _function(
+        self, name: str, *, handler: str, timeout: int, memory: int, environment: dict, description: str, reserved_concurrency: int | None = None
+    ) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{name}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
         # Our own role instead of the AWS-managed basic execution policy: it
         # may write to this function's log group and nothing else.
@@ -88,4 +91,5 @@ class QueueFunctions(Construct):
             tracing=lambda_.Tracing.ACTIVE if self._settings.tracing else lambda_.Tracing.DISABLED,
             environment=environment,
             description=description,
+            reserved_concurrent_executions=reserved_concurrency,
         )

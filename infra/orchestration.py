@@ -90,10 +90,21 @@ class WorkerStateMachine(Construct):
             parameters={
                 "workers": sfn.JsonPath.number_at("$.args.workers"),
                 "failureTolerance": sfn.JsonPath.number_at("$.args.failureTolerance"),
-                # [0, 1, ..., workers - 1]; CDK's array_range helper takes literal numbers only.
-                "items.$": "States.ArrayRange(0, States.MathAdd($.args.workers, -1), 1)",
                 "round": 0,
             },
+        )
+        # [0, 1, ..., workers - 1] from the status function: States.ArrayRange
+        # stops at 1,000 items, a Distributed Map runs 10,000 children.
+        plan_workers = _retry_lambda_errors(
+            tasks.LambdaInvoke(
+                self,
+                "PlanWorkers",
+                lambda_function=status,
+                payload=sfn.TaskInput.from_object({"worker_items": sfn.JsonPath.number_at("$.workers")}),
+                payload_response_only=True,
+                retry_on_service_exceptions=False,
+                result_path="$.items",
+            )
         )
         def count(name: str) -> tasks.LambdaInvoke:
             """Invoke the status function; its counts land in $.status."""
@@ -112,8 +123,25 @@ class WorkerStateMachine(Construct):
                 "lastFinished": sfn.JsonPath.number_at("$.status.finished"),
             },
         )
-        work = _retry_lambda_errors(tasks.LambdaInvoke(self, "Work", lambda_function=worker, payload_response_only=True, retry_on_service_exceptions=False))
+        work = _retry_lambda_errors(
+            tasks.LambdaInvoke(
+                self,
+                "Work",
+                lambda_function=worker,
+                payload_response_only=True,
+                retry_on_service_exceptions=False,
+            )
+        )
         work.add_retry(errors=WORKER_RETRYABLE_ERRORS, interval=Duration.seconds(5), max_attempts=3, backoff_rate=2, jitter_strategy=sfn.JitterType.FULL)
+        # Each child ends in an empty object, whether its worker reported or
+        # failed (a failure's cause can carry a stack trace): the Map's output
+        # is at most 3 bytes a child, 30 KB for 10,000, whatever the workers
+        # return, under the 256 KiB a state may pass on. A worker's failure
+        # leaves its groups to the next round, which the loop judges by the
+        # counts; the error stays in the execution history and the worker's log.
+        ended = sfn.Pass(self, "WorkerEnded", result=sfn.Result.from_object({}))
+        work.add_catch(ended, errors=["States.ALL"], result_path=sfn.JsonPath.DISCARD)
+        child = work.next(ended)
         run_workers = sfn.DistributedMap(
             self,
             "RunWorkers",
@@ -126,9 +154,8 @@ class WorkerStateMachine(Construct):
             # count (every item may fail) rather than a percentage of 100: the
             # local cloud's ASL parser takes only a decimal percentage.
             tolerated_failure_count=settings.max_workers,
-            # Reports of up to 1,000 workers would overflow the 256 KB state.
             result_path=sfn.JsonPath.DISCARD,
-        ).item_processor(work)
+        ).item_processor(child)
         count_after = count("CountAfter")
         wait_for_locks = sfn.Wait(
             self,
@@ -211,7 +238,7 @@ class WorkerStateMachine(Construct):
             )
             .otherwise(as_text.next(whole_numbers))
         )
-        init.next(count_before).next(anything_to_do)
+        init.next(plan_workers).next(count_before).next(anything_to_do)
         definition = defaults.next(read_input).next(check_input)
 
         # Under /aws/vendedlogs/: CloudWatch Logs then needs no resource-policy

@@ -12,9 +12,14 @@ from typing import Any, Callable
 
 from constructs import Construct
 
-# Step Functions' States.ArrayRange returns at most 1,000 items, and the
-# worker items are built with it.
-MAX_WORKERS_LIMIT = 1000
+from s3wq import config as s3wq_config
+
+# A Distributed Map runs up to 10,000 children at once (the worker items come
+# from the status function, not from States.ArrayRange, which stops at 1,000).
+MAX_WORKERS_LIMIT = s3wq_config.MAX_WORKERS_PER_EXECUTION
+# The default cap: the most a function scales to in its first 10 s is 1,000
+# environments; more workers are worth it only with that much concurrency to spare.
+DEFAULT_MAX_WORKERS = 1000
 # Lambda's hard limit.
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
 
@@ -37,7 +42,10 @@ class DeploySettings:
     worker_memory_mb: int = 1769  # one full vCPU
     populate_timeout_seconds: int = LAMBDA_MAX_TIMEOUT_SECONDS
     populate_memory_mb: int = 3008
-    max_workers: int = MAX_WORKERS_LIMIT
+    max_workers: int = DEFAULT_MAX_WORKERS
+    # Reserved concurrency for the worker function: a run cannot take the
+    # account's whole pool, and is guaranteed this much. None: unreserved.
+    worker_reserved_concurrency: int | None = None
     default_workers: int = 10
     max_rounds: int = 10
     max_attempts: int = 3
@@ -74,6 +82,7 @@ class DeploySettings:
             populate_memory_mb=get("populateMemoryMb", cls.populate_memory_mb, int),
             max_workers=get("maxWorkers", cls.max_workers, int),
             default_workers=get("defaultWorkers", cls.default_workers, int),
+            worker_reserved_concurrency=get("workerReservedConcurrency", None, int),
             max_rounds=get("maxRounds", cls.max_rounds, int),
             max_attempts=get("maxAttempts", cls.max_attempts, int),
             group_size=get("groupSize", cls.group_size, int),
@@ -105,6 +114,8 @@ class DeploySettings:
                 problems.append(f"{name} must be between 128 and 10240, got {value}")
         if not 1 <= self.max_workers <= MAX_WORKERS_LIMIT:
             problems.append(f"maxWorkers must be between 1 and {MAX_WORKERS_LIMIT}, got {self.max_workers}")
+        if self.worker_reserved_concurrency is not None and not 1 <= self.worker_reserved_concurrency <= MAX_WORKERS_LIMIT:
+            problems.append(f"workerReservedConcurrency must be between 1 and {MAX_WORKERS_LIMIT}, got {self.worker_reserved_concurrency}")
         if not 1 <= self.default_workers <= self.max_workers:
             problems.append(f"defaultWorkers must be between 1 and maxWorkers ({self.max_workers}), got {self.default_workers}")
         for name, value in (("maxRounds", self.max_rounds), ("maxAttempts", self.max_attempts), ("groupSize", self.group_size)):

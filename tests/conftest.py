@@ -18,6 +18,8 @@ from s3wq.backends import LocalBackend, S3Backend
 from s3wq.local_s3 import FAKE_CREDENTIALS, LocalS3
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Buckets named so answer a conditional DELETE with 501, as LocalStack's S3 does (see s3wq.local_s3).
+NO_CONDITIONAL_DELETE_BUCKETS = "nocd-"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -36,7 +38,7 @@ def fake_aws_credentials():
 @pytest.fixture(scope="session")
 def s3_server(fake_aws_credentials):
     """One moto_server process for the session; AWS_ENDPOINT_URL points at it from then on."""
-    server = LocalS3().start()
+    server = LocalS3(without_conditional_delete=NO_CONDITIONAL_DELETE_BUCKETS).start()
     os.environ["AWS_ENDPOINT_URL"] = server.endpoint
     yield server
     server.stop()
@@ -72,6 +74,14 @@ def local_workspace(tmp_path):
 @pytest.fixture
 def local_backend(local_workspace):
     return LocalBackend(local_workspace)
+
+
+@pytest.fixture
+def s3_workspace_without_conditional_delete(s3_client):
+    """A workspace on a store that cannot delete on a condition (a bucket the local server answers 501 for)."""
+    name = f"{NO_CONDITIONAL_DELETE_BUCKETS}{uuid.uuid4().hex[:16]}"
+    s3_client.create_bucket(Bucket=name)
+    return f"s3://{name}/ws"
 
 
 @pytest.fixture(params=["local", "s3"])

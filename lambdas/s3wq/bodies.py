@@ -32,7 +32,10 @@ LOST = "lost"  # the holder vanished: its lock went stale
 INTERRUPTED = "interrupted"  # SIGINT or SIGTERM: the operator stopped the worker
 OPERATOR = "operator"  # released by `s3wq release-locks` for a worker known to be dead
 REQUEUED = "requeued"  # put back by `s3wq requeue-failed`
-OUTCOMES = (ERROR, TIMEOUT, LOST, INTERRUPTED, OPERATOR, REQUEUED)
+# Released instead of deleted, on a store that cannot delete on a condition:
+# the group is done (its done flag says so), or its claim was given back unrun.
+FINISHED = "finished"
+OUTCOMES = (ERROR, TIMEOUT, LOST, INTERRUPTED, OPERATOR, REQUEUED, FINISHED)
 
 
 _HASH_RE = re.compile(r"[0-9a-f]{40}")

@@ -31,6 +31,7 @@ write; reading the body back and finding our exact bytes tells us it was ours.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass
@@ -38,9 +39,11 @@ from dataclasses import dataclass
 from . import clock, layout
 from .backends import Backend
 from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
-from .bodies import ERROR, FAILED, RELEASED, LockBody, load_object, now_iso
-from .errors import ObjectChanged, ObjectExists, ObjectNotFound, WriteConflict
+from .bodies import ERROR, FAILED, FINISHED, RELEASED, LockBody, load_object, now_iso
+from .errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound, WriteConflict
 from .index import Group
+
+log = logging.getLogger("s3wq")
 
 # A failed flag keeps this much of the end of the last run's traceback.
 MAX_TRACEBACK_CHARS = 8000
@@ -149,6 +152,8 @@ class ClaimProtocol:
         self.lease_seconds = lease_seconds
         self.foreign_lock_timeout = foreign_lock_timeout
         self.clock_resolution = getattr(backend, "clock_resolution_seconds", 0.0)
+        # Until the store answers a conditional DELETE with 501 (see release).
+        self.conditional_delete = True
 
     def _new_body(self, attempt: int, budget: float | None, previous: LockBody | None = None, behind: "Claim | None" = None) -> LockBody:
         return LockBody(
@@ -405,14 +410,32 @@ class ClaimProtocol:
         return self._rewrite(claim, body) is not None
 
     def release(self, claim: Claim) -> bool:
-        """Delete our lock only if it is still ours; False if it had been taken over or removed."""
+        """Delete our lock only if it is still ours; False if it had been taken over or removed.
+
+        On a store that cannot delete on a condition (LocalStack's S3 answers
+        501), the lock is instead rewritten as released, on our ETag, which
+        keeps the one guarantee that matters: nothing written after a taker's
+        write. A released lock is claimable at once, like a missing one; the
+        next claimant of a done group finds its done flag and releases it
+        again. The first 501 switches this protocol to rewriting for good:
+        one failed request per worker, none on S3 itself.
+        """
+        if self.conditional_delete:
+            try:
+                self.backend.delete(layout.lock_key(claim.hash), claim.etag)
+                return True
+            except ConditionalDeleteUnsupported:
+                log.warning("the store cannot delete on a condition: locks are released by rewriting them instead")
+                self.conditional_delete = False
+            except ObjectChanged:
+                return False
+            except ObjectNotFound:
+                # Our own earlier delete whose response was lost, or an operator's cleanup.
+                return True
+        body = claim.body.rewritten(state=RELEASED, outcome=FINISHED, counted=False, needs_seconds=None)
         try:
-            self.backend.delete(layout.lock_key(claim.hash), claim.etag)
-            return True
-        except ObjectChanged:
-            return False
+            return self._rewrite(claim, body) is not None
         except ObjectNotFound:
-            # Our own earlier delete whose response was lost, or an operator's cleanup.
             return True
 
 

@@ -34,7 +34,7 @@ from .config import (
     WorkerSettings,
 )
 from .errors import BadInput, S3wqError
-from .execution import DEFAULT_STACK_NAME, find_stack, follow_execution, start_execution, workspace_backend
+from .execution import DEFAULT_STACK_NAME, concurrency_warning, find_stack, follow_execution, start_execution, workspace_backend
 from .index import WorkIndex
 from .operations import (
     ResetResult,
@@ -186,6 +186,10 @@ def cmd_start(args: argparse.Namespace) -> int:
             f"the execution runs {stack.max_workers} (redeploy with -c maxWorkers=N for more)",
             file=sys.stderr,
         )
+    runs = min(args.workers, stack.max_workers or args.workers)
+    warning = concurrency_warning(boto3.client("lambda"), runs)
+    if warning:
+        print(f"s3wq: warning: {warning}", file=sys.stderr)
     execution_arn = start_execution(sfn, stack.state_machine_arn, workers=args.workers, failure_tolerance=args.failure_tolerance)
     if not args.wait:
         _emit(args, {"execution_arn": execution_arn, "workspace": stack.workspace}, lambda d: f"started {d['execution_arn']}")

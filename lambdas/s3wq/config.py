@@ -114,6 +114,8 @@ ENV_CHECK_INPUTS = "S3WQ_CHECK_INPUTS"
 ENV_WORKERS = "S3WQ_WORKERS"
 
 DEFAULT_WORKERS = 10
+# A Distributed Map runs up to 10,000 child executions at once.
+MAX_WORKERS_PER_EXECUTION = 10_000
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 

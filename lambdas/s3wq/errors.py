@@ -82,6 +82,10 @@ class StorageError(S3wqError):
     """The store failed for a reason other than a precondition (network, 5xx, access denied)."""
 
 
+class ConditionalDeleteUnsupported(StorageError):
+    """The store answers a DELETE with If-Match with 501 NotImplemented (LocalStack's S3, for one)."""
+
+
 class ObjectNotFound(S3wqError):
     """The object does not exist (404)."""
 

@@ -54,6 +54,28 @@ def find_stack(cloudformation: Any, stack_name: str) -> StackOutputs:
     )
 
 
+def concurrency_warning(lambda_client: Any, workers: int) -> str | None:
+    """Why ``workers`` worker Lambdas may not all run at once in this account, or None.
+
+    Workers beyond the account's unreserved concurrency are throttled (and
+    throttle every other function); a function also scales by at most 1,000
+    environments every 10 s, so a fleet of thousands takes tens of seconds to
+    be all running.
+    """
+    try:
+        limit = lambda_client.get_account_settings()["AccountLimit"]
+    except (ClientError, BotoCoreError) as exc:
+        return f"could not read the account's Lambda concurrency ({exc}); check that {workers} workers fit in it"
+    unreserved = limit.get("UnreservedConcurrentExecutions")
+    if isinstance(unreserved, int) and workers > unreserved:
+        return (
+            f"{workers} workers is more than the account's unreserved Lambda concurrency ({unreserved}): "
+            "the rest are throttled and retried, and other functions are throttled with them "
+            "(ask for a higher quota, or deploy with -c workerReservedConcurrency=N)"
+        )
+    return None
+
+
 def start_execution(sfn: Any, state_machine_arn: str, *, workers: int, failure_tolerance: int = 0) -> str:
     name = f"cli-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     document = {"workers": workers, "failureTolerance": failure_tolerance}

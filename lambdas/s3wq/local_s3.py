@@ -124,10 +124,21 @@ class LocalServer:
 
 
 class LocalS3(LocalServer):
+    """``without_conditional_delete``: buckets named with this prefix answer a DELETE with If-Match with 501, as LocalStack's S3 does.
+
+    One server, one endpoint: a test (and every process it starts) reaches a
+    store without conditional DELETE by its bucket name alone.
+    """
+
     name = "local S3 server"
 
+    def __init__(self, port: int | None = None, *, without_conditional_delete: str | None = None):
+        super().__init__(port)
+        self.without_conditional_delete = without_conditional_delete
+
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "s3wq.local_s3", "--port", str(self.port)]
+        prefix = self.without_conditional_delete
+        return [sys.executable, "-m", "s3wq.local_s3", "--port", str(self.port), *(["--no-conditional-delete", prefix] if prefix else [])]
 
 
 def serialized_writes(app: Any) -> Any:
@@ -163,7 +174,30 @@ def dispatch_without_rescanning() -> None:
     backends.list_of_moto_modules = lambda: modules
 
 
-def serve(host: str, port: int) -> None:
+_NOT_IMPLEMENTED = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NotImplemented</Code>'
+    b"<Message>A header you provided implies functionality that is not implemented.</Message><Header>If-Match</Header></Error>"
+)
+
+
+def without_conditional_delete(app: Any, bucket_prefix: str) -> Any:
+    """In buckets named ``bucket_prefix...``, answer a DELETE that carries If-Match with 501 NotImplemented, deleting nothing.
+
+    As LocalStack's S3 (2026.3) does. Path-style requests only: what an SDK
+    sends to a loopback endpoint.
+    """
+
+    def application(environ: dict, start_response: Any) -> Any:
+        bucket = environ.get("PATH_INFO", "").lstrip("/").split("/", 1)[0]
+        if environ.get("REQUEST_METHOD") == "DELETE" and environ.get("HTTP_IF_MATCH") and bucket.startswith(bucket_prefix):
+            start_response("501 Not Implemented", [("Content-Type", "application/xml"), ("Content-Length", str(len(_NOT_IMPLEMENTED)))])
+            return [_NOT_IMPLEMENTED]
+        return app(environ, start_response)
+
+    return application
+
+
+def serve(host: str, port: int, *, without_conditional_delete_prefix: str | None = None) -> None:
     """Run moto's server app with PUT and DELETE serialised."""
     import signal
 
@@ -173,6 +207,8 @@ def serve(host: str, port: int) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     dispatch_without_rescanning()
     app = serialized_writes(DomainDispatcherApplication(create_backend_app))
+    if without_conditional_delete_prefix:
+        app = without_conditional_delete(app, without_conditional_delete_prefix)
     run_simple(host, port, app, threaded=True, request_handler=MotoRequestHandler)
 
 
@@ -182,6 +218,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Local S3 endpoint (moto) with atomic conditional writes")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5000)
+    parser.add_argument(
+        "--no-conditional-delete", metavar="BUCKET_PREFIX", help="in buckets named so, answer DELETE with If-Match with 501, as LocalStack does"
+    )
     options = parser.parse_args()
     os.environ.setdefault("MOTO_PORT", str(options.port))
-    serve(options.host, options.port)
+    serve(options.host, options.port, without_conditional_delete_prefix=options.no_conditional_delete)

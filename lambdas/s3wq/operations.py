@@ -15,7 +15,7 @@ from . import layout
 from .backends import MAX_PARALLEL_REQUESTS, Backend
 from .bodies import HELD, OPERATOR, RELEASED, REQUEUED, LockBody, load_object, now_iso
 from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
-from .errors import BadInput, ObjectChanged, ObjectNotFound
+from .errors import BadInput, ConditionalDeleteUnsupported, ObjectChanged, ObjectNotFound
 from .index import Group, WorkIndex
 from .status import (
     LockState,
@@ -191,13 +191,20 @@ def requeue_failed(backend: Backend, hashes: list[str] | None = None) -> Requeue
 
 
 def _delete_as_read(backend: Backend, key: str) -> bool:
-    """Delete ``key`` on the ETag just read (gone already is fine); False if it changed in between."""
+    """Delete ``key`` on the ETag just read (gone already is fine); False if it changed in between.
+
+    A flag is only ever created, never rewritten, and the caller has just
+    seen that no live worker holds the group: on a store that cannot delete
+    on a condition, deleting it outright deletes the flag that was read.
+    """
     try:
         backend.delete(key, backend.read(key).etag)
     except ObjectNotFound:
         pass
     except ObjectChanged:
         return False
+    except ConditionalDeleteUnsupported:
+        backend.delete(key)
     return True
 
 

@@ -24,12 +24,13 @@ HELPERS = str(Path(__file__).resolve().parents[1] / "helpers")
 STACK = "S3wqLocal"
 BROKEN = b"BROKEN: the scanner jammed"
 MAX_ATTEMPTS = 2
+MAX_WORKERS = 3
 
 
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory):
     with LocalCloud(log_dir=tmp_path_factory.mktemp("cloud"), extra_pythonpath=(HELPERS,)) as cloud:
-        cloud.deploy({"defaultWorkers": 2, "maxAttempts": MAX_ATTEMPTS, "processor": "operator_processors:fails_on_broken"})
+        cloud.deploy({"defaultWorkers": 2, "maxWorkers": MAX_WORKERS, "maxAttempts": MAX_ATTEMPTS, "processor": "operator_processors:fails_on_broken"})
         yield cloud
 
 
@@ -254,3 +255,28 @@ def test_an_execution_whose_input_is_not_whole_numbers_ends_in_bad_input_and_run
     assert "whole number" in described["cause"]
     entered = {e["stateEnteredEventDetails"]["name"] for e in sfn.get_execution_history(executionArn=arn)["events"] if "stateEnteredEventDetails" in e}
     assert not entered & {"Init", "RunWorkers", "CountBefore"}, entered
+
+
+def test_start_with_more_workers_than_the_stack_allows_warns_and_runs_the_cap(cloud_env):
+    upload(cloud_env, "batch-cap", [f"page {n}\n".encode() for n in range(4)])
+    populate(cloud_env, "batch-cap", group_size=1)
+
+    result = run_cli("start", "--stack", STACK, "--workers", "5", "--wait", "--json")
+
+    assert result.returncode == 0, result.stderr
+    assert f"s3wq: warning: --workers 5 is more than the stack's maxWorkers ({MAX_WORKERS}); the execution runs {MAX_WORKERS}" in result.stderr
+    arn = json.loads(result.stdout)["execution_arn"]
+    events = cloud_env.client("stepfunctions").get_execution_history(executionArn=arn)["events"]
+    entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
+    assert "CapWorkers" in entered
+
+
+def test_the_concurrency_check_reads_the_accounts_unreserved_concurrency(cloud_env):
+    from s3wq.execution import concurrency_warning
+    from s3wq.localcloud.server import LOCAL_ACCOUNT_CONCURRENCY
+
+    lambda_client = cloud_env.client("lambda")
+    assert concurrency_warning(lambda_client, LOCAL_ACCOUNT_CONCURRENCY) is None
+    warning = concurrency_warning(lambda_client, LOCAL_ACCOUNT_CONCURRENCY + 1)
+    assert f"more than the account's unreserved Lambda concurrency ({LOCAL_ACCOUNT_CONCURRENCY})" in warning
+    assert "workerReservedConcurrency" in warning

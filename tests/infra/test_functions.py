@@ -97,3 +97,16 @@ def test_check_inputs_setting_reaches_populate_alone(synth, check):
     stack = synth({} if check else {"checkInputs": False})
     assert stack.environment("populate")[config.ENV_CHECK_INPUTS] == ("true" if check else "false")
     assert config.ENV_CHECK_INPUTS not in stack.environment("worker")
+
+
+def test_worker_reserved_concurrency_is_optional_and_set_on_the_worker_alone(synth, stack):
+    assert all("ReservedConcurrentExecutions" not in stack.function(kind)[1]["Properties"] for kind in KINDS)
+    reserved = synth({"workerReservedConcurrency": 300, "maxWorkers": 300})
+    assert reserved.function("worker")[1]["Properties"]["ReservedConcurrentExecutions"] == 300
+    assert all("ReservedConcurrentExecutions" not in reserved.function(kind)[1]["Properties"] for kind in ("populate", "status"))
+
+
+def test_up_to_ten_thousand_workers_may_be_allowed(synth):
+    stack = synth({"maxWorkers": 10_000})
+    assert stack.context["maxWorkers"] == 10_000
+    assert "States.ArrayRange" not in str(stack.definition())

@@ -12,8 +12,9 @@ from infra.settings import DeploySettings
 @pytest.mark.parametrize(
     "name, value",
     [
-        ("maxWorkers", 5000),
-        ("maxWorkers", "5000"),  # `cdk synth -c maxWorkers=5000` passes a string
+        ("maxWorkers", 10001),
+        ("maxWorkers", "10001"),  # `cdk synth -c maxWorkers=10001` passes a string
+        ("workerReservedConcurrency", 0),
         ("workerTimeoutSeconds", 1000),
         ("workerTimeoutSeconds", "1000"),
         ("architecture", "sparc"),

@@ -6,6 +6,8 @@ The definition is read back from the template (tokens rendered, e.g.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from aws_cdk.assertions import Match
 from stack_under_test import TUNED
@@ -69,13 +71,46 @@ def test_distributed_map_runs_one_worker_per_item(stack):
     graph = graph_of(stack)
     run_workers = graph.states[the_distributed_map(graph)]
     processor = run_workers["ItemProcessor"]
-    assert len(processor["States"]) == 1
-    (task,) = processor["States"].values()
-    assert task["Type"] == "Task"
+    [task] = [state for state in processor["States"].values() if state["Type"] == "Task"]
     invoked = task.get("Parameters", {}).get("FunctionName", task["Resource"])
     assert invoked == "${%s.Arn}" % stack.function_id("worker")
     # All items at once: as many concurrent children as workers requested.
     assert run_workers["MaxConcurrencyPath"] == "$.workers"
+
+
+def test_every_child_of_the_map_ends_in_an_empty_object_so_the_maps_output_is_bounded(stack):
+    graph = graph_of(stack)
+    run_workers = graph.states[the_distributed_map(graph)]
+    child = StateGraph(run_workers["ItemProcessor"])
+    [task_name] = child.of_type("Task")
+    task = child.states[task_name]
+    # A failure, whatever its cause, is caught and ends the child like a report does.
+    [catch] = task["Catch"]
+    assert catch["ErrorEquals"] == ["States.ALL"] and catch["ResultPath"] is None
+    ends = {name for name in child.reachable(task_name) if child.is_terminal(name)}
+    assert ends == {catch["Next"]} == {task["Next"]}
+    [end] = ends
+    assert child.states[end] == {"Type": "Pass", "Result": {}, "End": True}
+    # So the Map's output is at most "{}," a child: for maxWorkers children that all fail with the longest cause,
+    max_workers = stack.context.get("maxWorkers", 1000)
+    assert 3 * 10_000 < 256 * 1024 and 3 * max_workers < 256 * 1024
+    assert run_workers["ResultPath"] is None
+
+
+def test_worker_items_come_from_the_status_function_not_array_range(stack):
+    graph = graph_of(stack)
+    run_workers = the_distributed_map(graph)
+    planners = [
+        name
+        for name in graph.of_type("Task")
+        if graph.states[name].get("Parameters") == {"worker_items.$": "$.workers"}
+    ]
+    assert len(planners) == 1
+    planner = graph.states[planners[0]]
+    assert planner["Resource"] == "${%s.Arn}" % stack.function_id("status")
+    assert planner["ResultPath"] == "$.items" and graph.states[run_workers]["ItemsPath"] == "$.items"
+    assert "States.ArrayRange" not in json.dumps(stack.definition())
+    assert graph.reaches(planners[0], run_workers) and run_workers not in graph.reachable(avoiding={planners[0]})
 
 
 def test_every_lambda_task_retries_transient_errors_with_jittered_backoff(stack):
@@ -230,6 +265,5 @@ def test_workers_and_failure_tolerance_must_print_as_whole_numbers_before_any_ra
     }
     for name in ("workers", "failureTolerance"):
         assert {(f"$.asText.{name}", p) for p in ("*.*", "*e*", "*E*")} <= patterns
-    # No path reaches the range of worker items without the check.
-    [init] = [n for n in graph.of_type("Pass") if "States.ArrayRange" in str(graph.states[n].get("Parameters", {}))]
-    assert init not in graph.reachable(avoiding={texts[0]})
+    # No path reaches the Map without the check.
+    assert the_distributed_map(graph) not in graph.reachable(avoiding={texts[0]})

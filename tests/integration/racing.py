@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import s3wq
 from s3wq.backends import make_s3_client
-from s3wq.errors import ConditionFailed, ObjectNotFound
+from s3wq.errors import ConditionalDeleteUnsupported, ConditionFailed, ObjectNotFound
 from s3wq.index import WorkIndex
 from s3wq.claims import ClaimProtocol
 
@@ -77,7 +77,7 @@ def replace(backend: Any, key: str, body: bytes, etag: str) -> str:
 def delete(backend: Any, key: str, etag: str) -> str:
     try:
         backend.delete(key, etag)
-    except (ConditionFailed, ObjectNotFound) as exc:
+    except (ConditionFailed, ObjectNotFound, ConditionalDeleteUnsupported) as exc:
         return type(exc).__name__
     return WON
 

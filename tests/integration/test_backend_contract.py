@@ -1,5 +1,9 @@
 """The storage contract of backends/base.py, run against every backend: local directory and S3 over HTTP.
 
+S3 twice: as AWS behaves, and as a store that cannot delete on a condition
+(LocalStack's S3 answers 501; emulated by the local server for buckets named
+``nocd-...``), where the claim protocol releases by rewriting instead.
+
 The single-process tests pin down each operation's result and typed error;
 the races start eight real processes at a barrier and check that the atomic
 operations (create, replace and delete with an ETag) have exactly one winner,
@@ -15,11 +19,24 @@ import uuid
 import pytest
 
 from s3wq import layout
-from s3wq.errors import ObjectChanged, ObjectExists, ObjectNotFound
+from s3wq.errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound
 from s3wq.bodies import LockBody
 from s3wq.claims import Claim, ClaimProtocol, Held
 
+from conftest import NO_CONDITIONAL_DELETE_BUCKETS
+
 from . import racing
+
+@pytest.fixture(params=["local", "s3", "s3-without-conditional-delete"])
+def workspace(request):
+    """Every backend, and S3 without conditional DELETE."""
+    name = {"local": "local_workspace", "s3": "s3_workspace"}.get(request.param, "s3_workspace_without_conditional_delete")
+    return request.getfixturevalue(name)
+
+
+def deletes_on_a_condition(workspace: str) -> bool:
+    return not workspace.startswith(f"s3://{NO_CONDITIONAL_DELETE_BUCKETS}")
+
 
 # ETags are quoted in S3 and in the local backend alike; this one matches no body.
 FOREIGN_ETAG = '"00000000000000000000000000000000"'
@@ -172,30 +189,35 @@ def test_replace_of_a_missing_key_raises_object_not_found_and_creates_nothing(ba
 # --- delete --------------------------------------------------------------------
 
 
-def test_conditional_delete_with_the_current_etag_removes_the_key(backend):
+def test_conditional_delete_with_the_current_etag_removes_the_key(workspace, backend):
     key = fresh_key()
     etag = backend.create(key, b"x")
 
+    if not deletes_on_a_condition(workspace):
+        with pytest.raises(ConditionalDeleteUnsupported):
+            backend.delete(key, etag)
+        assert backend.read(key).body == b"x"  # and deleted nothing
+        return
     backend.delete(key, etag)
 
     assert not backend.exists(key)
 
 
-def test_conditional_delete_with_a_wrong_etag_raises_object_changed_and_keeps_the_key(backend):
+def test_conditional_delete_with_a_wrong_etag_raises_object_changed_and_keeps_the_key(workspace, backend):
     key = fresh_key()
     old_etag = backend.create(key, b"one")
     backend.replace(key, b"two", old_etag)
 
-    with pytest.raises(ObjectChanged):
+    with pytest.raises(ObjectChanged if deletes_on_a_condition(workspace) else ConditionalDeleteUnsupported):
         backend.delete(key, old_etag)
 
     assert backend.read(key).body == b"two"
 
 
-def test_conditional_delete_of_a_missing_key_raises_object_not_found(backend):
+def test_conditional_delete_of_a_missing_key_raises_object_not_found(workspace, backend):
     key = fresh_key()
 
-    with pytest.raises(ObjectNotFound):
+    with pytest.raises(ObjectNotFound if deletes_on_a_condition(workspace) else ConditionalDeleteUnsupported):
         backend.delete(key, FOREIGN_ETAG)
 
     assert not backend.exists(key)
@@ -220,7 +242,8 @@ def test_unconditional_delete_of_a_missing_key_succeeds(backend):
 
 def test_a_deleted_key_can_be_created_again(backend):
     key = fresh_key()
-    backend.delete(key, backend.create(key, b"first life"))
+    backend.create(key, b"first life")
+    backend.delete(key)
 
     backend.create(key, b"second life")
 
@@ -322,6 +345,9 @@ def test_racing_conditional_deletes_with_one_etag_have_exactly_one_winner(racers
 
     outcomes = racers.race(racing.delete, workspace, [(key, etag)] * racers.size)
 
+    if not deletes_on_a_condition(workspace):
+        assert set(outcomes) == {"ConditionalDeleteUnsupported"} and backend.read(key).body == b"doomed"
+        return
     assert outcomes.count(racing.WON) == 1, f"outcomes {outcomes}"
     # A loser either saw the object gone or (S3 under overlap) a conflict.
     assert set(outcomes) - {racing.WON} <= {"ObjectNotFound", "ObjectChanged"}
@@ -377,3 +403,39 @@ def test_racing_takeovers_of_a_released_lock_have_exactly_one_winner(racers, wor
     assert (winner.reclaimed, winner.attempt) == (False, 2)  # a hand-back is not a stale takeover, but it used an attempt
     lock = LockBody.decode(backend.read(layout.lock_key(hash_)).body)
     assert (lock.worker_id, lock.owner, lock.attempt, lock.state) == (f"r{winner_index}", winner.owner, 2, "held")
+
+
+# --- releasing: deleted where the store can, rewritten where it cannot ---------
+
+
+def test_a_release_frees_the_group_for_exactly_one_next_claimant(racers, workspace, backend):
+    hash_ = layout.group_hash([f"s3://inputs/{uuid.uuid4().hex}.pdf"])
+    protocol = ClaimProtocol(backend, worker_id="parent", lease_seconds=600)
+    original = protocol.claim(hash_)
+
+    assert protocol.release(original) is True
+
+    if deletes_on_a_condition(workspace):
+        assert not backend.exists(layout.lock_key(hash_))
+    else:
+        lock = LockBody.decode(backend.read(layout.lock_key(hash_)).body)
+        assert (lock.owner, lock.state, lock.outcome, lock.counted) == (original.owner, "released", "finished", False)
+    outcomes = racers.race(racing.claim, workspace, [(hash_, f"r{i}", 600) for i in range(racers.size)])
+    claims = [outcome for outcome in outcomes if isinstance(outcome, Claim)]
+    assert len(claims) == 1 and all(isinstance(o, Held) for o in outcomes if not isinstance(o, Claim)), f"outcomes {outcomes}"
+    assert claims[0].attempt == 1  # a release is not an attempt
+
+
+def test_a_release_after_a_takeover_changes_nothing_of_the_takers(workspace, backend):
+    hash_ = layout.group_hash([f"s3://inputs/{uuid.uuid4().hex}.pdf"])
+    slow = ClaimProtocol(backend, worker_id="slow", lease_seconds=1.0)
+    stale_claim = slow.claim(hash_)
+    wait_until_stale(backend, layout.lock_key(hash_), 1.0)
+    taker = ClaimProtocol(backend, worker_id="taker", lease_seconds=600).claim(hash_)
+    assert isinstance(taker, Claim)
+
+    assert slow.release(stale_claim) is False
+
+    stored = backend.read(layout.lock_key(hash_))
+    assert stored.etag == taker.etag and LockBody.decode(stored.body).owner == taker.owner
+

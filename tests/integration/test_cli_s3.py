@@ -89,3 +89,23 @@ def test_populate_no_check_indexes_s3_paths_without_looking_them_up(s3_client, b
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["added_paths"] == 2
     assert json.loads(result.stdout)["s3_requests"].get("HeadObject", 0) == 0
+
+
+def test_work_reset_and_requeue_on_a_store_without_conditional_delete(s3_client, s3_workspace_without_conditional_delete):
+    workspace = s3_workspace_without_conditional_delete
+    bucket = workspace.removeprefix("s3://").split("/", 1)[0]
+    for n in range(3):
+        s3_client.put_object(Bucket=bucket, Key=f"inputs/doc-{n}.txt", Body=f"doc {n}\n".encode())
+    assert run_cli("populate", workspace, f"s3://{bucket}/inputs/*.txt", "--group-size", "1").returncode == 0
+    assert run_cli("work", workspace, "--processor", "noop").returncode == 0
+
+    reset = run_cli("reset", workspace, "--all", "--yes", "--json")
+    assert reset.returncode == 0, reset.stderr
+    assert len(json.loads(reset.stdout)["reset"]) == 3
+    counts = json.loads(run_cli("status", workspace, "--json").stdout)
+    assert (counts["done"], counts["pending"]) == (0, 3)
+
+    work = run_cli("work", workspace, "--json")
+    assert work.returncode == 0, work.stderr
+    assert json.loads(work.stdout)["processed"] == 3
+    assert json.loads(run_cli("status", workspace, "--json").stdout)["done"] == 3

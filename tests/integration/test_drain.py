@@ -17,6 +17,7 @@ from pathlib import Path
 from support import run_cli
 from s3wq.backends import S3Backend
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
+from s3wq.bodies import LockBody
 
 from .workers import recorded_calls, run_workers
 
@@ -115,3 +116,27 @@ def test_a_worker_with_an_out_of_date_listing_relists_after_one_finished_group(s
     assert len(locked_at_some_point) == 2
     assert report.listings == 2
     assert report.already_finished == 1
+
+
+def test_four_workers_drain_forty_groups_exactly_once_on_a_store_without_conditional_delete(
+    s3_workspace_without_conditional_delete, s3_client, helper_env, record_dir, tmp_path
+):
+    """LocalStack's S3 answers DELETE with If-Match with 501: locks are released by rewriting them, never run twice."""
+    workspace = s3_workspace_without_conditional_delete
+    bucket = workspace.removeprefix("s3://").split("/", 1)[0]
+    backend = S3Backend(s3_client=s3_client, bucket=bucket, prefix="ws")
+    hashes = populate_one_path_per_group(workspace, 40, tmp_path)
+
+    reports = run_workers(workspace, 4, processor=PROCESSOR, env=helper_env, log_dir=tmp_path / "logs")
+
+    assert sum(r["processed"] for r in reports) == 40 and sum(r["failed"] for r in reports) == 0
+    calls = recorded_calls(record_dir)
+    assert set(calls) == hashes and set(calls.values()) == {1}, calls
+    assert list(backend.list_keys(layout.DONE_PREFIX)) == sorted(layout.done_key(h) for h in hashes)
+    # Every lock is left released, not deleted, and names the run that finished its group.
+    for hash_ in hashes:
+        lock = LockBody.decode(backend.read(layout.lock_key(hash_)).body)
+        assert (lock.state, lock.outcome) == ("released", "finished")
+    # One 501 per worker at most, then rewrites: no failed DELETE per group.
+    deletes = sum(r["s3_requests"].get("DeleteObject", 0) for r in reports)
+    assert deletes <= 4, deletes

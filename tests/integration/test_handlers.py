@@ -455,3 +455,17 @@ def test_status_of_an_empty_workspace_is_all_zero(lambda_env):
         "released": 0,
         "wait_seconds": 0,
     }
+
+
+@pytest.mark.parametrize("workers", [1, 1500, 10_000])
+def test_status_plans_one_map_item_per_worker_beyond_array_ranges_thousand(lambda_env, workers):
+    items = status.handler({"worker_items": workers}, LambdaContext(30))
+
+    assert items == list(range(workers))
+    assert len(json.dumps(items).encode()) < 256 * 1024  # what a state may hold
+
+
+@pytest.mark.parametrize("workers", [0, 10_001, 2.5, True, "4", None])
+def test_status_refuses_to_plan_anything_but_a_whole_number_of_workers_in_range(lambda_env, workers):
+    with pytest.raises(BadInput, match="'worker_items' must be a whole number from 1 to 10000"):
+        status.handler({"worker_items": workers}, LambdaContext(30))

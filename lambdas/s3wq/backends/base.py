@@ -80,7 +80,9 @@ class Backend(Protocol):
 
         Raise ObjectChanged on an ETag mismatch and ObjectNotFound if a
         conditional delete finds no object. An unconditional delete of a
-        missing key succeeds, as in S3.
+        missing key succeeds, as in S3. A store that cannot delete on a
+        condition (it answers 501) raises ConditionalDeleteUnsupported and
+        deletes nothing: callers fall back to a conditional rewrite.
         """
 
     def write(self, key: str, body: bytes) -> str:

@@ -20,7 +20,7 @@ from urllib.parse import unquote_plus
 import botocore.handlers
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..errors import BucketNotFound, ObjectChanged, ObjectExists, ObjectNotFound, StorageError, WriteConflict
+from ..errors import BucketNotFound, ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound, StorageError, WriteConflict
 from .base import StoredObject
 
 _CONDITION_CODES = {"PreconditionFailed", "412"}
@@ -247,6 +247,8 @@ class S3Backend:
         try:
             self.s3.delete_object(Bucket=self.bucket, Key=self._key(key), **conditions)
         except ClientError as exc:
+            if etag is not None and _error_code(exc) in ("NotImplemented", "501"):
+                raise ConditionalDeleteUnsupported(f"the store cannot delete s3://{self.bucket}/{self._key(key)} on a condition") from exc
             raise self._conditional_error(exc, "DELETE", key, writes=True) from exc
         except BotoCoreError as exc:
             raise self._storage_error(exc, "DELETE", key) from exc

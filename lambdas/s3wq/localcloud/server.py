@@ -74,6 +74,31 @@ def install_hooks(runner: LambdaRunner) -> None:
     notifications._invoke_awslambda = s3_notification
 
 
+# A new AWS account's Lambda concurrency quota, none of it reserved.
+LOCAL_ACCOUNT_CONCURRENCY = 1000
+
+
+def with_account_settings(app: Any) -> Any:
+    """Answer Lambda's GetAccountSettings, which moto lacks, as a fresh account would: ``s3wq start`` reads it."""
+
+    def application(environ: dict, start_response: Any) -> Any:
+        if environ.get("REQUEST_METHOD") == "GET" and environ.get("PATH_INFO", "").rstrip("/") == "/2016-08-19/account-settings":
+            body = json.dumps(
+                {
+                    "AccountLimit": {
+                        "ConcurrentExecutions": LOCAL_ACCOUNT_CONCURRENCY,
+                        "UnreservedConcurrentExecutions": LOCAL_ACCOUNT_CONCURRENCY,
+                    },
+                    "AccountUsage": {"TotalCodeSize": 0, "FunctionCount": 0},
+                }
+            ).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        return app(environ, start_response)
+
+    return application
+
+
 def serve(host: str, port: int, log_dir: Path, extra_pythonpath: tuple[str, ...] = ()) -> None:
     os.environ["MOTO_PORT"] = str(port)  # where moto's Step Functions engine calls Lambda
     from moto.core.config import default_user_config
@@ -85,7 +110,7 @@ def serve(host: str, port: int, log_dir: Path, extra_pythonpath: tuple[str, ...]
     install_hooks(LambdaRunner(endpoint=f"http://{host}:{port}", lambdas_dir=REPO_LAMBDAS_DIR, log_dir=log_dir, extra_pythonpath=extra_pythonpath))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     dispatch_without_rescanning()
-    app = serialized_writes(DomainDispatcherApplication(create_backend_app))
+    app = with_account_settings(serialized_writes(DomainDispatcherApplication(create_backend_app)))
     run_simple(host, port, app, threaded=True, request_handler=MotoRequestHandler)
 
 
