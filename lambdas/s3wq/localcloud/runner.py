@@ -22,6 +22,11 @@ from ..local_s3 import FAKE_CREDENTIALS
 
 # Python's start plus a handler's imports, before Lambda's clock would start.
 _START_ALLOWANCE_SECONDS = 0.5
+# Invocations run at once, at most; the rest wait for a slot (where Lambda
+# would throttle them and Step Functions retry). A process each: a thousand
+# at once would not fit in this machine's memory.
+CONCURRENCY_ENV = "S3WQ_LOCAL_LAMBDA_CONCURRENCY"
+DEFAULT_CONCURRENCY = 64
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class LambdaRunner:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.invocations = 0
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(int(os.environ.get(CONCURRENCY_ENV) or DEFAULT_CONCURRENCY))
 
     def _environment(self, invocation: Invocation) -> dict:
         env = {
@@ -72,7 +78,11 @@ class LambdaRunner:
         return env
 
     def invoke(self, invocation: Invocation, event: bytes) -> Outcome:
-        """Run the handler; an unhandled error or a timeout comes back as Lambda reports them."""
+        """Run the handler, once a slot is free; an unhandled error or a timeout comes back as Lambda reports them."""
+        with self._slots:
+            return self._invoke(invocation, event)
+
+    def _invoke(self, invocation: Invocation, event: bytes) -> Outcome:
         with self._lock:
             self.invocations += 1
             number = self.invocations
