@@ -9,7 +9,19 @@ NODE_STAMP := node_modules/.installed
 # runs the CDK CLI and the jsii runtime behind aws-cdk-lib, whatever Node the machine has.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: install demo test synth clean
+# The optional LocalStack tier (docs/development.md): LocalStack's S3 run
+# without Docker, from its own venv, for the storage contract, the races and
+# the drains. Not part of `make test`: it needs Python 3.13 (pyenv's newest
+# 3.13 where pyenv is installed, else python3.13 on PATH, or LOCALSTACK_PYTHON=),
+# installs ~70 more packages (~180 MB), and LocalStack's releases change how
+# its S3 behaves, so a failure there may be news about LocalStack, not s3wq.
+LOCALSTACK_VENV := .venv-localstack
+LOCALSTACK_STAMP := $(LOCALSTACK_VENV)/.installed
+LOCALSTACK_PYTHON ?= $(shell command -v pyenv >/dev/null 2>&1 && v=$$(pyenv latest 3.13 2>/dev/null) && echo "$$(pyenv root)/versions/$$v/bin/python3.13" || echo python3.13)
+LOCALSTACK_TESTS := tests/integration/test_backend_contract.py tests/integration/test_drain.py \
+	tests/integration/test_populate_concurrency.py tests/integration/test_requeue_races.py
+
+.PHONY: install demo test test-localstack synth clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +37,15 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(STAMP) $(NODE_STAMP)
 
+# --no-deps: requirements-localstack.txt names every package, so nothing
+# unpinned comes in; `pip check` then proves the list complete.
+$(LOCALSTACK_STAMP): requirements-localstack.txt
+	$(LOCALSTACK_PYTHON) -m venv $(LOCALSTACK_VENV)
+	$(LOCALSTACK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOCALSTACK_VENV)/bin/python -m pip install --quiet --no-deps -r requirements-localstack.txt
+	$(LOCALSTACK_VENV)/bin/python -m pip check
+	touch $(LOCALSTACK_STAMP)
+
 synth: install
 	npx cdk synth --quiet
 
@@ -34,5 +55,11 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -n auto
 
+# The tests run in .venv/ as usual; only the S3 endpoint is LocalStack's (tests/localstack_s3.py).
+# On the local directory they would repeat `make test`, hence -k.
+test-localstack: $(STAMP) $(LOCALSTACK_STAMP)
+	S3WQ_TEST_STORE=localstack S3WQ_LOCALSTACK_PYTHON=$(CURDIR)/$(LOCALSTACK_VENV)/bin/python \
+		$(BIN)/python -m pytest $(LOCALSTACK_TESTS) -k "not local"
+
 clean:
-	rm -rf $(VENV) node_modules cdk.out .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LOCALSTACK_VENV) node_modules cdk.out .pytest_cache .hypothesis

@@ -3,7 +3,9 @@
 No test can reach AWS: fake credentials are set for the whole session, and
 S3 tests talk over HTTP to a ``moto_server`` process on a free loopback port,
 exported as ``AWS_ENDPOINT_URL`` so that child processes (workers started by
-a test) reach the same endpoint.
+a test) reach the same endpoint. With ``S3WQ_TEST_STORE=localstack`` that
+endpoint is LocalStack's S3 instead (``make test-localstack``, see
+localstack_s3.py).
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ import pytest
 from s3wq.backends import LocalBackend, S3Backend
 from s3wq.local_s3 import FAKE_CREDENTIALS, LocalS3
 
+from localstack_s3 import STORE_ENV, LocalStackS3
+from support import IGNORING_CONDITIONS_BUCKETS, NO_CONDITIONAL_DELETE_BUCKETS, STORES, TEST_STORE
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Buckets named so answer a conditional DELETE with 501, as LocalStack's S3 does (see s3wq.local_s3).
-NO_CONDITIONAL_DELETE_BUCKETS = "nocd-"
+if TEST_STORE not in STORES:
+    raise pytest.UsageError(f"{STORE_ENV}={TEST_STORE!r}: expected one of {', '.join(STORES)}")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -37,8 +42,11 @@ def fake_aws_credentials():
 
 @pytest.fixture(scope="session")
 def s3_server(fake_aws_credentials):
-    """One moto_server process for the session; AWS_ENDPOINT_URL points at it from then on."""
-    server = LocalS3(without_conditional_delete=NO_CONDITIONAL_DELETE_BUCKETS).start()
+    """One S3 server process for the session (moto, or LocalStack's); AWS_ENDPOINT_URL points at it from then on."""
+    if TEST_STORE == "localstack":
+        server = LocalStackS3().start()
+    else:
+        server = LocalS3(without_conditional_delete=NO_CONDITIONAL_DELETE_BUCKETS, ignoring_conditions=IGNORING_CONDITIONS_BUCKETS).start()
     os.environ["AWS_ENDPOINT_URL"] = server.endpoint
     yield server
     server.stop()

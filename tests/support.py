@@ -10,9 +10,19 @@ from collections import Counter
 
 from s3wq import layout
 from s3wq.backends import Backend
-from s3wq.bodies import FAILED, RELEASED, LockBody
+from s3wq.bodies import FAILED, FINISHED, RELEASED, LockBody
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.index import WorkIndex
+
+from localstack_s3 import STORE_ENV
+
+# Buckets named so answer a conditional DELETE with 501, as LocalStack's S3 does (see s3wq.local_s3).
+NO_CONDITIONAL_DELETE_BUCKETS = "nocd-"
+# Buckets named so ignore If-None-Match and If-Match on writes (the moto server only): a store s3wq must refuse.
+IGNORING_CONDITIONS_BUCKETS = "nocond-"
+# The session's S3 server: moto (the default), or LocalStack's S3 (the optional tier, see localstack_s3.py).
+STORES = ("moto", "localstack")
+TEST_STORE = os.environ.get(STORE_ENV) or "moto"
 
 
 def run_cli(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
@@ -60,3 +70,24 @@ def recount_status(backend: Backend) -> tuple[dict, set[str]]:
         "wait_seconds": math.ceil(max(stale_in) + backend.clock_resolution_seconds) + 1 if stale_in else 0,
     }
     return status, failed
+
+
+def deletes_on_a_condition(workspace: str) -> bool:
+    """Whether the store behind ``workspace`` deletes on an ETag, rather than answering 501 (ConditionalDeleteUnsupported).
+
+    A local directory and the moto server do, but for the moto server's
+    ``nocd-`` buckets; LocalStack's S3 does not, in any bucket.
+    """
+    if not workspace.startswith("s3://"):
+        return True
+    return TEST_STORE != "localstack" and not workspace.startswith(f"s3://{NO_CONDITIONAL_DELETE_BUCKETS}")
+
+
+def assert_no_lock_left(backend: Backend, workspace: str, context: str = "") -> None:
+    """Every group finished: nothing in the locks' folder; where the store cannot delete on a condition, only locks released as finished."""
+    keys = list(backend.list_keys("worker_locks/"))
+    if deletes_on_a_condition(workspace):
+        assert keys == [], context
+        return
+    locks = [LockBody.decode(backend.read(key).body) for key in keys]
+    assert all(lock is not None and (lock.state, lock.outcome) == (RELEASED, FINISHED) for lock in locks), f"{locks}; {context}"

@@ -40,7 +40,7 @@ from . import clock, layout
 from .backends import Backend
 from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from .bodies import ERROR, FAILED, FINISHED, RELEASED, LockBody, load_object, now_iso
-from .errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound, WriteConflict
+from .errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound, UnsupportedStore, WriteConflict
 from .index import Group
 
 log = logging.getLogger("s3wq")
@@ -437,6 +437,66 @@ class ClaimProtocol:
             return self._rewrite(claim, body) is not None
         except ObjectNotFound:
             return True
+
+
+# An ETag no object has.
+_NO_SUCH_ETAG = '"00000000000000000000000000000000"'
+
+
+def probe_store(backend: Backend) -> bool:
+    """Learn what the store's conditional writes do, once, before any claim; whether it deletes on a condition.
+
+    Four round trips on a probe object of one's own: a create; then, side
+    by side, a second create (If-None-Match) and a replace on an ETag it does
+    not have (If-Match), both of which must fail; then a delete on that
+    wrong ETag (after them: a store that ignores its condition deletes the
+    probe, which would let a second create running beside it through); then
+    the probe is deleted. A store that lets the second create or the replace through
+    would let two workers hold one lock: UnsupportedStore, and no claim is
+    ever made (never a silent fall back to check-then-put). One that answers
+    the delete with 501 (LocalStack), or deletes regardless, cannot delete on
+    a condition: locks are then released by rewriting them (see release).
+    A directory's conditions are s3wq's own: nothing to learn.
+    """
+    if backend.conditions_are_our_own:
+        return True
+    key = layout.probe_key(uuid.uuid4().hex)
+    backend.create(key, b'{"probe": "s3wq"}')
+
+    def second_create() -> str | None:
+        try:
+            backend.create(key, b"second")
+        except ObjectExists:
+            return None
+        return "If-None-Match on PUT (a second create of an existing key succeeded)"
+
+    def wrong_replace() -> str | None:
+        try:
+            backend.replace(key, b"replaced", _NO_SUCH_ETAG)
+        except (ObjectChanged, ObjectNotFound):
+            return None
+        return "If-Match on PUT (a replace on a wrong ETag succeeded)"
+
+    def wrong_delete() -> bool:
+        try:
+            backend.delete(key, _NO_SUCH_ETAG)
+        except ObjectChanged:
+            return True
+        except (ConditionalDeleteUnsupported, ObjectNotFound):
+            return False
+        return False  # deleted on a wrong ETag: the condition is ignored
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="s3wq-probe") as pool:
+        ignored = [problem for problem in pool.map(lambda check: check(), (second_create, wrong_replace)) if problem]
+    deletes_on_a_condition = wrong_delete()
+    backend.delete(key)
+    if ignored:
+        raise UnsupportedStore(f"the store at {backend.uri} ignores {ignored[0]}: s3wq's claims need conditional writes")
+    if not deletes_on_a_condition:
+        log.warning("the store at %s cannot delete on a condition: locks are released by rewriting them", backend.uri)
+    return deletes_on_a_condition
 
 
 def _rounded(seconds: float | None) -> float | None:

@@ -58,6 +58,10 @@ class ConfigError(BadInput):
     """A setting (flag or environment variable) is missing or invalid."""
 
 
+class UnsupportedStore(ConfigError):
+    """The store ignores a condition s3wq's claims rest on (If-None-Match or If-Match on PUT): it would let two workers run one group."""
+
+
 class ProcessorNotFound(ConfigError):
     """The processor name is neither built in nor an importable ``module:function``."""
 

@@ -82,6 +82,17 @@ def result_key(hash_: str) -> str:
     return f"{RESULTS_PREFIX}{check_hash(hash_)}{RESULT_SUFFIX}"
 
 
+# Where a worker probes the store's conditional writes at start: under the
+# locks' folder (the lifecycle rule expires a probe left behind), named by no hash.
+PROBE_PREFIX = "worker_locks/probe_"
+
+
+def probe_key(token: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{8,32}", token):
+        raise BadKey(f"not a probe token: {token[:40]!r}")
+    return f"{PROBE_PREFIX}{token}.json"
+
+
 def input_errors_key(hash_: str) -> str:
     return f"{INPUT_ERRORS_PREFIX}{check_hash(hash_)}{INPUT_ERRORS_SUFFIX}"
 

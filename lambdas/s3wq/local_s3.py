@@ -124,7 +124,8 @@ class LocalServer:
 
 
 class LocalS3(LocalServer):
-    """``without_conditional_delete``: buckets named with this prefix answer a DELETE with If-Match with 501, as LocalStack's S3 does.
+    """``without_conditional_delete``: buckets named with this prefix answer a DELETE with If-Match with 501, as LocalStack's S3 does;
+    ``ignoring_conditions``: buckets named with this prefix ignore every write condition.
 
     One server, one endpoint: a test (and every process it starts) reaches a
     store without conditional DELETE by its bucket name alone.
@@ -132,13 +133,18 @@ class LocalS3(LocalServer):
 
     name = "local S3 server"
 
-    def __init__(self, port: int | None = None, *, without_conditional_delete: str | None = None):
+    def __init__(self, port: int | None = None, *, without_conditional_delete: str | None = None, ignoring_conditions: str | None = None):
         super().__init__(port)
         self.without_conditional_delete = without_conditional_delete
+        self.ignoring_conditions = ignoring_conditions
 
     def command(self) -> list[str]:
-        prefix = self.without_conditional_delete
-        return [sys.executable, "-m", "s3wq.local_s3", "--port", str(self.port), *(["--no-conditional-delete", prefix] if prefix else [])]
+        options = []
+        if self.without_conditional_delete:
+            options += ["--no-conditional-delete", self.without_conditional_delete]
+        if self.ignoring_conditions:
+            options += ["--ignore-conditions", self.ignoring_conditions]
+        return [sys.executable, "-m", "s3wq.local_s3", "--port", str(self.port), *options]
 
 
 def serialized_writes(app: Any) -> Any:
@@ -197,7 +203,20 @@ def without_conditional_delete(app: Any, bucket_prefix: str) -> Any:
     return application
 
 
-def serve(host: str, port: int, *, without_conditional_delete_prefix: str | None = None) -> None:
+def ignoring_conditions(app: Any, bucket_prefix: str) -> Any:
+    """In buckets named ``bucket_prefix...``, ignore If-None-Match and If-Match on writes: a store s3wq must refuse."""
+
+    def application(environ: dict, start_response: Any) -> Any:
+        bucket = environ.get("PATH_INFO", "").lstrip("/").split("/", 1)[0]
+        if environ.get("REQUEST_METHOD") in ("PUT", "DELETE") and bucket.startswith(bucket_prefix):
+            environ.pop("HTTP_IF_NONE_MATCH", None)
+            environ.pop("HTTP_IF_MATCH", None)
+        return app(environ, start_response)
+
+    return application
+
+
+def serve(host: str, port: int, *, without_conditional_delete_prefix: str | None = None, ignoring_conditions_prefix: str | None = None) -> None:
     """Run moto's server app with PUT and DELETE serialised."""
     import signal
 
@@ -209,6 +228,8 @@ def serve(host: str, port: int, *, without_conditional_delete_prefix: str | None
     app = serialized_writes(DomainDispatcherApplication(create_backend_app))
     if without_conditional_delete_prefix:
         app = without_conditional_delete(app, without_conditional_delete_prefix)
+    if ignoring_conditions_prefix:
+        app = ignoring_conditions(app, ignoring_conditions_prefix)
     run_simple(host, port, app, threaded=True, request_handler=MotoRequestHandler)
 
 
@@ -221,6 +242,12 @@ if __name__ == "__main__":
     parser.add_argument(
         "--no-conditional-delete", metavar="BUCKET_PREFIX", help="in buckets named so, answer DELETE with If-Match with 501, as LocalStack does"
     )
+    parser.add_argument("--ignore-conditions", metavar="BUCKET_PREFIX", help="in buckets named so, ignore If-None-Match and If-Match on writes")
     options = parser.parse_args()
     os.environ.setdefault("MOTO_PORT", str(options.port))
-    serve(options.host, options.port, without_conditional_delete_prefix=options.no_conditional_delete)
+    serve(
+        options.host,
+        options.port,
+        without_conditional_delete_prefix=options.no_conditional_delete,
+        ignoring_conditions_prefix=options.ignore_conditions,
+    )

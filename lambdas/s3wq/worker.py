@@ -37,7 +37,7 @@ from typing import Callable
 from . import clock, layout
 from .backends import Backend
 from .bodies import ERROR, INTERRUPTED, LOST, TIMEOUT
-from .claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime, enough_time, timeout_counts
+from .claims import Claim, ClaimProtocol, probe_store, Finished, Held, NotEnoughTime, enough_time, timeout_counts
 from .config import MIN_RUN_SECONDS, WorkerSettings
 from .errors import NoIndex
 from .index import Group, SegmentRef, WorkIndex
@@ -354,6 +354,8 @@ class Worker:
         if not self.runner.prepare():
             self.report.stopped_reason = "interrupted"
             return self.report
+        # Before the first claim: a store whose conditions do not hold refuses here.
+        self.protocol.conditional_delete = probe_store(self.backend)
         refs = self.index.segment_refs()
         if not refs and self.require_index:
             raise NoIndex(self.backend.uri)

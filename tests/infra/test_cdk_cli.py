@@ -150,3 +150,18 @@ def _comparable(template: dict) -> dict:
 def test_tests_see_the_template_the_cli_synthesizes(cli, stack):
     """The in-process stack of this tier (no bundling) is the one `cdk synth` makes, but for the code asset."""
     assert _comparable(cli.ok().template) == _comparable(stack.json)
+
+
+def test_the_cli_runs_on_the_pinned_node_lts_not_the_machines():
+    """Node 20 is past its end of life: package.json pins Node 22 LTS, which make puts first on PATH for the CDK CLI and jsii."""
+    package = json.loads((REPO_ROOT / "package.json").read_text())
+    assert package["engines"]["node"] == ">=22"
+    assert package["devDependencies"]["node"].startswith("22.")
+    lock = json.loads((REPO_ROOT / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/node"]["version"] == package["devDependencies"]["node"]
+    assert "export PATH := $(CURDIR)/node_modules/.bin:$(PATH)" in (REPO_ROOT / "Makefile").read_text()
+    pinned = REPO_ROOT / "node_modules" / ".bin" / "node"
+    if not pinned.exists():
+        pytest.fail(INSTALL_HINT, pytrace=False)
+    version = subprocess.run([str(pinned), "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    assert version == f"v{package['devDependencies']['node']}"

@@ -23,7 +23,7 @@ from s3wq.errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExist
 from s3wq.bodies import LockBody
 from s3wq.claims import Claim, ClaimProtocol, Held
 
-from conftest import NO_CONDITIONAL_DELETE_BUCKETS
+from support import deletes_on_a_condition
 
 from . import racing
 
@@ -32,10 +32,6 @@ def workspace(request):
     """Every backend, and S3 without conditional DELETE."""
     name = {"local": "local_workspace", "s3": "s3_workspace"}.get(request.param, "s3_workspace_without_conditional_delete")
     return request.getfixturevalue(name)
-
-
-def deletes_on_a_condition(workspace: str) -> bool:
-    return not workspace.startswith(f"s3://{NO_CONDITIONAL_DELETE_BUCKETS}")
 
 
 # ETags are quoted in S3 and in the local backend alike; this one matches no body.

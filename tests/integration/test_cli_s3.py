@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
-from support import run_cli
+from support import IGNORING_CONDITIONS_BUCKETS, run_cli
 from s3wq import WorkIndex
+from s3wq.backends import S3Backend
+from s3wq.claims import probe_store
 
 
 def test_populate_expands_an_s3_glob_by_listing(s3_client, bucket, s3_workspace, s3_backend):
@@ -109,3 +112,33 @@ def test_work_reset_and_requeue_on_a_store_without_conditional_delete(s3_client,
     assert work.returncode == 0, work.stderr
     assert json.loads(work.stdout)["processed"] == 3
     assert json.loads(run_cli("status", workspace, "--json").stdout)["done"] == 3
+
+
+# --- what the store's conditional writes do, learnt at a worker's start --------------------------------------
+
+
+def test_the_probe_finds_conditional_delete_on_s3_and_leaves_nothing(s3_backend, s3_client, bucket):
+    assert probe_store(s3_backend) is True
+    assert s3_client.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+
+
+def test_the_probe_finds_a_store_without_conditional_delete(s3_client, s3_workspace_without_conditional_delete):
+    bucket = s3_workspace_without_conditional_delete.removeprefix("s3://").split("/", 1)[0]
+    assert probe_store(S3Backend(s3_client=s3_client, bucket=bucket, prefix="ws")) is False
+    assert s3_client.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+
+
+def test_a_worker_refuses_a_store_that_ignores_conditional_writes_in_one_line_and_claims_nothing(s3_client):
+    bucket = f"{IGNORING_CONDITIONS_BUCKETS}{uuid.uuid4().hex[:12]}"
+    s3_client.create_bucket(Bucket=bucket)
+    s3_client.put_object(Bucket=bucket, Key="inputs/a.txt", Body=b"a")
+    workspace = f"s3://{bucket}/ws"
+    assert run_cli("populate", workspace, f"s3://{bucket}/inputs/a.txt").returncode == 0
+    before = sorted(o["Key"] for o in s3_client.list_objects_v2(Bucket=bucket)["Contents"])
+
+    work = run_cli("work", workspace)
+
+    assert work.returncode == 2, work.stderr
+    assert work.stderr.strip().count("\n") == 0
+    assert "ignores If-None-Match on PUT" in work.stderr and "s3wq's claims need conditional writes" in work.stderr
+    assert sorted(o["Key"] for o in s3_client.list_objects_v2(Bucket=bucket)["Contents"]) == before

@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 
-from support import run_cli
+from support import assert_no_lock_left, run_cli
 from s3wq.backends import S3Backend
 from s3wq import WorkerSettings, WorkIndex, Worker, layout
 from s3wq.bodies import LockBody
@@ -36,11 +36,11 @@ def populate_one_path_per_group(workspace: str, count: int, tmp_path: Path) -> s
     return {layout.group_hash([p]) for p in paths}
 
 
-def assert_drained_exactly_once(backend, hashes: set[str], record_dir: Path) -> None:
+def assert_drained_exactly_once(workspace: str, backend, hashes: set[str], record_dir: Path) -> None:
     assert {g.hash for g in WorkIndex(backend).iter_groups()} == hashes
     assert list(backend.list_keys(layout.DONE_PREFIX)) == sorted(layout.done_key(h) for h in hashes)
     assert list(backend.list_keys("failed_flags/")) == []
-    assert list(backend.list_keys("worker_locks/")) == []
+    assert_no_lock_left(backend, workspace)
     calls = recorded_calls(record_dir)
     assert set(calls) == hashes
     twice = {h: n for h, n in calls.items() if n != 1}
@@ -67,7 +67,7 @@ def test_eight_workers_drain_two_hundred_groups_on_s3_exactly_once(s3_workspace,
 
     reports = run_workers(s3_workspace, 8, processor=PROCESSOR, env=helper_env, log_dir=tmp_path / "logs")
 
-    assert_drained_exactly_once(s3_backend, hashes, record_dir)
+    assert_drained_exactly_once(s3_workspace, s3_backend, hashes, record_dir)
     assert sum(r["processed"] for r in reports) == 200
     stats = requests_per_group(reports, len(hashes))
     print("\nS3 requests per group, 8 workers draining 200 groups:", json.dumps(stats, indent=2))
@@ -80,7 +80,7 @@ def test_four_workers_drain_forty_groups_on_a_local_directory_exactly_once(local
 
     reports = run_workers(local_workspace, 4, processor=PROCESSOR, env=helper_env, log_dir=tmp_path / "logs")
 
-    assert_drained_exactly_once(local_backend, hashes, record_dir)
+    assert_drained_exactly_once(local_workspace, local_backend, hashes, record_dir)
     assert sum(r["processed"] for r in reports) == 40
 
 
@@ -97,7 +97,7 @@ def test_a_worker_with_an_out_of_date_listing_relists_after_one_finished_group(s
 
         def create(self, key, body):
             etag = super().create(key, body)
-            if key.startswith(layout.LOCKS_PREFIX) and not processed and not hasattr(self, "done"):
+            if key.startswith(layout.LOCKS_PREFIX) and not key.startswith(layout.PROBE_PREFIX) and not processed and not hasattr(self, "done"):
                 self.done = True
                 first = layout.hash_from_key(key, layout.LOCKS_PREFIX, layout.LOCK_SUFFIX)
                 for other in hashes - {first}:
@@ -109,7 +109,7 @@ def test_a_worker_with_an_out_of_date_listing_relists_after_one_finished_group(s
 
     assert len(processed) == 1
     history = s3_client.list_object_versions(Bucket=bucket, Prefix="ws/worker_locks/")
-    locked_at_some_point = {v["Key"] for v in history.get("Versions", [])}
+    locked_at_some_point = {v["Key"] for v in history.get("Versions", []) if not v["Key"].startswith(f"ws/{layout.PROBE_PREFIX}")}
     # The first finished group it meets tells it its listing is stale; it
     # re-lists once and touches no other finished group.
     assert f"ws/{layout.lock_key(processed[0])}" in locked_at_some_point
@@ -137,6 +137,6 @@ def test_four_workers_drain_forty_groups_exactly_once_on_a_store_without_conditi
     for hash_ in hashes:
         lock = LockBody.decode(backend.read(layout.lock_key(hash_)).body)
         assert (lock.state, lock.outcome) == ("released", "finished")
-    # One 501 per worker at most, then rewrites: no failed DELETE per group.
+    # The probe's two DELETEs per worker (its 501, and the probe's removal), then rewrites: no DELETE per group.
     deletes = sum(r["s3_requests"].get("DeleteObject", 0) for r in reports)
-    assert deletes <= 4, deletes
+    assert deletes == 2 * 4, deletes

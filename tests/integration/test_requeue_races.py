@@ -37,6 +37,8 @@ from s3wq.index import Group
 from s3wq.operations import RequeueResult, requeue_failed
 from s3wq.status import queue_status
 
+from support import assert_no_lock_left
+
 PATH = "s3://inputs/reports/report-00.pdf"
 MAX_ATTEMPTS = 3
 LEASE = 60.0  # W's lease: live for the whole of any interleaving
@@ -459,7 +461,7 @@ def run_interleaving(s3_client, bucket: str, scenario: Scenario, number: int, ch
     assert attempts == [1], f"processed at attempts {attempts}; {report}; {context}"
     assert (report.processed, report.failed) == (1, 0), f"{report}; {context}"
     assert backend.exists(layout.done_key(group.hash)), context
-    assert list(backend.list_keys("worker_locks/")) == [], context
+    assert_no_lock_left(backend, f"s3://{bucket}", context)
     assert list(backend.list_keys("failed_flags/")) == [], context
     status = queue_status(backend)
     assert (status["done"], status["failed"], status["locked"], status["pending"]) == (1, 0, 0, 0), f"{status}; {context}"
@@ -550,7 +552,7 @@ def test_a_stale_lock_left_at_the_last_attempt_is_requeued_and_run_again_from_at
     assert attempts == [1], report
     assert (report.processed, report.failed) == (1, 0), report
     assert backend.exists(layout.done_key(group.hash))
-    assert list(backend.list_keys("worker_locks/")) == []
+    assert_no_lock_left(backend, f"s3://{bucket}")
     assert list(backend.list_keys("failed_flags/")) == []
     status = queue_status(backend)
     assert (status["done"], status["failed"], status["locked"], status["pending"]) == (1, 0, 0, 0), status

@@ -388,9 +388,10 @@ def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(s3
     # Every PUT is accounted for, and none is a renewal: two per group done (the lock, the done flag), two for the
     # stopped run (the lock, its hand-back), the taker's create that found the handed-back lock, and one for each
     # claim made ahead that the worker gave back unrun (deleted: the DELETEs beyond one per group done, and beyond
-    # the one that clears any input-error list of the run before, made by the taker of the handed-back lock).
-    puts = sum(r["s3_requests"].get("PutObject", 0) for r in reports)
-    given_back_unrun = sum(r["s3_requests"].get("DeleteObject", 0) for r in reports) - 7 - 1
+    # the one that clears any input-error list of the run before, made by the taker of the handed-back lock), and
+    # each invocation's probe of the store (three PUTs and two DELETEs, see claims.probe_store).
+    puts = sum(r["s3_requests"].get("PutObject", 0) for r in reports) - 3 * len(reports)
+    given_back_unrun = sum(r["s3_requests"].get("DeleteObject", 0) for r in reports) - 7 - 1 - 2 * len(reports)
     assert puts == 2 * 7 + 2 + 1 + given_back_unrun, json.dumps(reports)
     assert "Task timed out" not in (tmp_path / "lambda" / "worker.log").read_text()
 

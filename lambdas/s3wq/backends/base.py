@@ -38,6 +38,10 @@ class Backend(Protocol):
     # that could list a keyspace in many narrow prefixes list it whole when
     # this is false.
     narrow_listing_is_cheap: bool
+    # Whether s3wq itself makes create/replace/delete atomic (a directory,
+    # under its own locks): then nothing is to be learnt by probing the store
+    # (see claims.probe_store).
+    conditions_are_our_own: bool
 
     def read(self, key: str) -> StoredObject:
         """Return the object's body, ETag and age.

@@ -60,6 +60,8 @@ class LocalBackend:
     clock_resolution_seconds = 0.0
     # list_keys reads the prefix's whole directory, however narrow the prefix.
     narrow_listing_is_cheap = False
+    # create/replace/delete are atomic under s3wq's own locks.
+    conditions_are_our_own = True
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root).resolve()

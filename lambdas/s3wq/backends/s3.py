@@ -137,6 +137,8 @@ def _install_keys_only(events: Any) -> None:
 class S3Backend:
     clock_resolution_seconds = 2 * _CLOCK_RESOLUTION_SECONDS
     narrow_listing_is_cheap = True
+    # Whatever the store at the endpoint does: probed before a worker claims.
+    conditions_are_our_own = False
 
     def __init__(self, *, s3_client: Any, bucket: str, prefix: str = ""):
         self.s3 = s3_client
