@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
 import os
+import re
 import time
+from dataclasses import asdict
 
 from common import emit, machine
 
@@ -33,9 +34,11 @@ from s3wq.localcloud.cloud import LocalCloud
 from s3wq.localcloud.runner import CONCURRENCY_ENV
 
 
-def worker_invocations(cloud: LocalCloud) -> int:
-    logs = (cloud.log_dir / "lambda").glob("*Worker*.log")
-    return sum(path.read_text(errors="replace").count("--- invocation ") for path in logs)
+def worker_invocations(cloud: LocalCloud) -> tuple[int, int]:
+    """Invocations of the worker function, and how many distinct Map items (worker indexes) they ran."""
+    text = "".join(path.read_text(errors="replace") for path in (cloud.log_dir / "lambda").glob("*Worker*.log"))
+    indexes = set(re.findall(r'"worker_id":\s*"w(\d+)-', text))
+    return text.count("--- invocation "), len(indexes)
 
 
 def run(workers: int, groups: int, concurrency: int, timeout: float, keep_logs: bool = False) -> dict:
@@ -57,6 +60,7 @@ def run(workers: int, groups: int, concurrency: int, timeout: float, keep_logs: 
             time.sleep(1.0)
         seconds = time.monotonic() - started
         output = json.loads(described.get("output") or "null")
+        invocations, indexes = worker_invocations(cloud)
         return {
             "workers_requested": workers,
             "groups": groups,
@@ -65,7 +69,8 @@ def run(workers: int, groups: int, concurrency: int, timeout: float, keep_logs: 
             "execution_status": described["status"],
             "error": described.get("error"),
             "output": output,
-            "worker_invocations": worker_invocations(cloud),
+            "worker_invocations": invocations,
+            "distinct_worker_indexes": indexes,
             "execution_seconds": round(seconds, 1),
             **({"logs": str(cloud.log_dir)} if keep_logs else {}),
         }

@@ -191,3 +191,11 @@ def test_status_scale_counts_what_it_filled_and_models_the_big_sizes():
         row["status"]["seconds"] > 0 and row["status"]["bound_by"] in ("latency", "chain", "cpu") for row in result["model"]["extrapolated"]
     )
     assert result["status"]["peak_rss_mb"] > 0
+
+
+def test_fanout_runs_one_worker_invocation_per_map_item_and_drains_the_queue():
+    result = run_bench("fanout.py", "--workers", "6", "--groups", "4", "--concurrency", "4")["result"]
+
+    assert (result["execution_status"], result["error"]) == ("SUCCEEDED", None)
+    assert (result["output"]["done"], result["output"]["remaining"], result["output"]["failed"]) == (4, 0, 0)
+    assert (result["worker_invocations"], result["distinct_worker_indexes"]) == (6, 6)
