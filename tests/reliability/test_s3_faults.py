@@ -105,7 +105,7 @@ def test_workers_drain_through_ten_percent_faults_with_every_group_done_exactly_
 
 
 def lose_first(method: str, condition: str, folder: str, fault: str):
-    """A plan that loses the response to the first ``method`` with ``condition`` on a key in ``folder``."""
+    """A plan that loses the response to the first ``method`` with ``condition`` on a key under ``folder`` (a lock, not a worker's probe of the store, with layout.LOCKS_PREFIX)."""
 
     def plan(request: Request) -> str | None:
         hit = request.method == method and request.condition == condition and f"/{folder}" in request.key and request.occurrence == 1
@@ -150,9 +150,9 @@ def only_fault(journal) -> tuple:
 @pytest.mark.parametrize(
     "lost, retry_status",
     [
-        pytest.param(("PUT", "If-None-Match", "worker_locks/"), 412, id="lock-create"),
+        pytest.param(("PUT", "If-None-Match", layout.LOCKS_PREFIX), 412, id="lock-create"),
         pytest.param(("PUT", "If-None-Match", "done_flags/"), 412, id="done-flag-create"),
-        pytest.param(("DELETE", "If-Match", "worker_locks/"), 404, id="lock-delete"),
+        pytest.param(("DELETE", "If-Match", layout.LOCKS_PREFIX), 404, id="lock-delete"),
     ],
 )
 def test_a_lost_response_to_a_claim_protocol_write_costs_no_wait_and_no_duplicate(
@@ -181,7 +181,7 @@ def test_a_lost_response_to_a_lock_takeover_is_recognised_by_the_owner_token(fau
     # A peer released the group after a failed attempt: a takeover (PUT If-Match) at once, no staleness needed.
     released = LockBody(owner="peer:0123", worker_id="peer", attempt=1, lease_seconds=60, state="released", outcome="error", counted=True, error="boom")
     s3_backend.create(layout.lock_key(one_group), released.encode())
-    fault_proxy.set_plan(lose_first("PUT", "If-Match", "worker_locks/", fault))
+    fault_proxy.set_plan(lose_first("PUT", "If-Match", layout.LOCKS_PREFIX, fault))
     calls = []
 
     report, seconds = run_worker(faulty_backend, lambda group, ctx: calls.append((group.hash, ctx.attempt)))
@@ -199,7 +199,7 @@ def test_a_lost_response_to_a_lock_takeover_is_recognised_by_the_owner_token(fau
 
 
 def test_a_lost_response_to_recording_the_next_attempt_does_not_strand_the_group(fault_proxy, faulty_backend, s3_backend, one_group):
-    fault_proxy.set_plan(lose_first("PUT", "If-Match", "worker_locks/", "lost-reset"))
+    fault_proxy.set_plan(lose_first("PUT", "If-Match", layout.LOCKS_PREFIX, "lost-reset"))
     calls = []
 
     def always_fails(group, ctx):
