@@ -157,8 +157,11 @@ class S3wqStack(Stack):
             function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=keys, conditions=via_s3))
 
     def _grant_status(self) -> None:
-        index = _dir(layout.INDEX_CATALOG_KEY) + "*"
-        self._workspace(self.functions.status, read=[index, layout.LEGACY_INDEX_KEY])
+        index, locks, done = (_dir(p) + "*" for p in (layout.INDEX_CATALOG_KEY, layout.LOCKS_PREFIX, layout.DONE_PREFIX))
+        # A count lists the flags, then reads each lock whose group has no
+        # flag (how long its lease has left) and HEADs the done flag of a lock
+        # that vanished meanwhile (status.scan_flags).
+        self._workspace(self.functions.status, read=[index, layout.LEGACY_INDEX_KEY, locks, done])
 
     # --- cdk-nag ------------------------------------------------------------------------------------
 

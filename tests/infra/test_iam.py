@@ -99,6 +99,19 @@ def test_status_writes_nothing(synth, overrides):
     assert {action for action in actions if action.startswith("s3:")} == {"s3:GetObject", "s3:ListBucket"}
 
 
+@WORKSPACES
+def test_status_may_read_the_index_the_locks_and_the_done_flags_it_counts(synth, overrides, prefix):
+    # Without the locks and flags, a count of a workspace with a handed-back or held lock is AccessDenied on AWS.
+    stack = synth(overrides)
+    workspace = f"{stack.bucket_arn}/{prefix}"
+    assert stack.allowed("status", "s3:GetObject") == {
+        f"{workspace}/index/*",
+        f"{workspace}/{layout.LEGACY_INDEX_KEY}",
+        f"{workspace}/{folder_of(layout.LOCKS_PREFIX)}*",
+        f"{workspace}/{folder_of(layout.DONE_PREFIX)}*",
+    }
+
+
 def test_populate_starts_only_this_state_machine(stack):
     state_machine_id, _ = stack.state_machine()
     assert stack.allowed("populate", "states:StartExecution") == {"${%s}" % state_machine_id}
