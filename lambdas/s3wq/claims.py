@@ -34,6 +34,8 @@ import json
 import logging
 import time
 import uuid
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from . import clock, layout
@@ -417,8 +419,9 @@ class ClaimProtocol:
         keeps the one guarantee that matters: nothing written after a taker's
         write. A released lock is claimable at once, like a missing one; the
         next claimant of a done group finds its done flag and releases it
-        again. The first 501 switches this protocol to rewriting for good:
-        one failed request per worker, none on S3 itself.
+        again. A worker learns which before its first claim (probe_store);
+        a protocol used without the probe switches to rewriting for good at
+        its first 501.
         """
         if self.conditional_delete:
             try:
@@ -441,9 +444,22 @@ class ClaimProtocol:
 
 # An ETag no object has.
 _NO_SUCH_ETAG = '"00000000000000000000000000000000"'
+# What each backend's store was found to do, for as long as the backend lives:
+# a Lambda execution environment keeps its backend from one warm invocation
+# to the next, and probes once.
+_store_verdicts: "weakref.WeakKeyDictionary[Backend, bool]" = weakref.WeakKeyDictionary()
 
 
 def probe_store(backend: Backend) -> bool:
+    """Whether ``backend``'s store deletes on a condition, probed the first time it is asked (see _probe_store)."""
+    if backend.conditions_are_our_own:
+        return True
+    if backend not in _store_verdicts:
+        _store_verdicts[backend] = _probe_store(backend)
+    return _store_verdicts[backend]
+
+
+def _probe_store(backend: Backend) -> bool:
     """Learn what the store's conditional writes do, once, before any claim; whether it deletes on a condition.
 
     Four round trips on a probe object of one's own: a create; then, side
@@ -456,12 +472,12 @@ def probe_store(backend: Backend) -> bool:
     ever made (never a silent fall back to check-then-put). One that answers
     the delete with 501 (LocalStack), or deletes regardless, cannot delete on
     a condition: locks are then released by rewriting them (see release).
-    A directory's conditions are s3wq's own: nothing to learn.
     """
-    if backend.conditions_are_our_own:
-        return True
     key = layout.probe_key(uuid.uuid4().hex)
-    backend.create(key, b'{"probe": "s3wq"}')
+    try:
+        backend.create(key, b'{"probe": "s3wq"}')
+    except ObjectExists:
+        pass  # the key is ours alone: our own create, whose response was lost and whose retry met it
 
     def second_create() -> str | None:
         try:
@@ -485,8 +501,6 @@ def probe_store(backend: Backend) -> bool:
         except (ConditionalDeleteUnsupported, ObjectNotFound):
             return False
         return False  # deleted on a wrong ETag: the condition is ignored
-
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="s3wq-probe") as pool:
         ignored = [problem for problem in pool.map(lambda check: check(), (second_create, wrong_replace)) if problem]

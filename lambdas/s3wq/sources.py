@@ -12,12 +12,13 @@ import gzip
 import io
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import zstandard
 
-from .backends import make_s3_client, parse_s3_uri
+from .backends import MAX_PARALLEL_REQUESTS, make_s3_client, parse_s3_uri
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .errors import BadManifestLine, BadSource, BadWorkspace, StorageError
@@ -303,10 +304,6 @@ def missing_objects(s3: Any, uris: list[str]) -> set[str]:
     one HEAD each, as they are when the caller may read but not list.
     Folders are checked MAX_PARALLEL_REQUESTS at a time.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .backends import MAX_PARALLEL_REQUESTS
-
     folders: dict[tuple[str, str], list[str]] = {}
     for uri in uris:
         bucket, key = parse_s3_uri(uri)

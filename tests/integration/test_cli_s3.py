@@ -9,7 +9,7 @@ import pytest
 
 from support import IGNORING_CONDITIONS_BUCKETS, run_cli
 from s3wq import WorkIndex
-from s3wq.backends import S3Backend
+from s3wq.backends import S3Backend, make_s3_client, request_counts
 from s3wq.claims import probe_store
 
 
@@ -120,6 +120,17 @@ def test_work_reset_and_requeue_on_a_store_without_conditional_delete(s3_client,
 def test_the_probe_finds_conditional_delete_on_s3_and_leaves_nothing(s3_backend, s3_client, bucket):
     assert probe_store(s3_backend) is True
     assert s3_client.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+
+
+def test_a_backend_probes_its_store_once_however_many_workers_use_it(bucket):
+    # A Lambda execution environment keeps its backend across warm invocations.
+    backend = S3Backend(s3_client=make_s3_client(), bucket=bucket, prefix="ws")
+
+    assert probe_store(backend) is True
+    first = request_counts(backend.s3)
+    assert probe_store(backend) is True
+
+    assert request_counts(backend.s3) == first == {"DeleteObject": 2, "PutObject": 3}
 
 
 def test_the_probe_finds_a_store_without_conditional_delete(s3_client, s3_workspace_without_conditional_delete):
