@@ -6,6 +6,7 @@ Set any of them with ``cdk deploy -c name=value`` or in ``cdk.json``.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -50,6 +51,8 @@ class DeploySettings:
     max_rounds: int = 10
     max_attempts: int = 3
     group_size: int = 10
+    # The longest one run of a group may last on a worker Lambda (None: what the invocation leaves it).
+    group_timeout_seconds: float | None = s3wq_config.DEFAULT_GROUP_TIMEOUT_SECONDS
     # Populate checks that each s3:// path of a manifest exists (a HEAD, or a
     # LIST page per 1,000 keys of its folder); off for manifests too big to check in its time.
     check_inputs: bool = True
@@ -86,6 +89,7 @@ class DeploySettings:
             max_rounds=get("maxRounds", cls.max_rounds, int),
             max_attempts=get("maxAttempts", cls.max_attempts, int),
             group_size=get("groupSize", cls.group_size, int),
+            group_timeout_seconds=get("groupTimeoutSeconds", cls.group_timeout_seconds, float),
             check_inputs=get("checkInputs", cls.check_inputs, _bool),
             processor=get("processor", cls.processor, str),
             architecture=get("architecture", cls.architecture, str),
@@ -121,6 +125,14 @@ class DeploySettings:
         for name, value in (("maxRounds", self.max_rounds), ("maxAttempts", self.max_attempts), ("groupSize", self.group_size)):
             if value < 1:
                 problems.append(f"{name} must be at least 1, got {value}")
+        if self.group_timeout_seconds is not None:
+            # At most what a run can have in an invocation: the function's timeout less the worker's safety margin.
+            most = self.worker_timeout_seconds - s3wq_config.lambda_safety_margin(self.worker_timeout_seconds)
+            if not (math.isfinite(self.group_timeout_seconds) and s3wq_config.MIN_RUN_SECONDS <= self.group_timeout_seconds <= most):
+                problems.append(
+                    f"groupTimeoutSeconds must be from {s3wq_config.MIN_RUN_SECONDS:g} to {most:g} "
+                    f"(workerTimeoutSeconds {self.worker_timeout_seconds} less the worker's safety margin), got {self.group_timeout_seconds:g}"
+                )
         if self.architecture not in ("arm64", "x86_64"):
             problems.append(f"architecture must be arm64 or x86_64, got {self.architecture!r}")
         if self.alarm_topic_arn is not None and not re.fullmatch(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}", self.alarm_topic_arn):

@@ -38,6 +38,8 @@ def recount_status(backend: Backend) -> tuple[dict, set[str]]:
     states: Counter = Counter()
     failed: set[str] = set()
     stale_in = []
+    holders: dict[str, str] = {}
+    ahead: list[tuple[str, str | None]] = []
     for hash_ in groups:
         lock_key = layout.lock_key(hash_)
         lock = body = None
@@ -52,6 +54,10 @@ def recount_status(backend: Backend) -> tuple[dict, set[str]]:
         elif lock is not None and (body is None or body.held) and lock.age_seconds <= lease:
             states["locked"] += 1
             stale_in.append(lease - lock.age_seconds)
+            if body is not None:
+                holders[hash_] = body.owner
+                if body.behind is not None:
+                    ahead.append((body.behind, body.behind_owner))
         else:
             states["pending"] += 1
             states["released"] += body is not None and body.state == RELEASED
@@ -63,6 +69,7 @@ def recount_status(backend: Backend) -> tuple[dict, set[str]]:
         "done": states["done"],
         "failed": len(failed),
         "locked": states["locked"],
+        "claimed_ahead": sum(1 for h, owner in ahead if owner is not None and holders.get(h) == owner),
         "pending": states["pending"],
         "remaining": total - finished,
         "finished": finished,

@@ -89,7 +89,9 @@ def record_manifest_errors(rt: Runtime, manifest_name: str, manifest_uri: str, b
 
 
 def populate_sources(rt: Runtime, sources: list[str], group_size: int) -> dict:
-    expansion = SourceExpander(rt.s3, check=rt.config.check_inputs).expand(sources, strict=False)
+    # The deployment's input policy: S3 only, in the workspace bucket and inputBuckets; a manifest
+    # line naming a local path or another bucket is a bad line, and nothing it names is looked at.
+    expansion = SourceExpander(rt.s3, check=rt.config.check_inputs, policy=rt.config.input_policy).expand(sources, strict=False)
     bad_lines = [{"manifest": b.manifest, "line": b.line_number, "reason": b.reason} for b in expansion.bad_lines]
     for bad in bad_lines[:MAX_BAD_LINES_RECORDED]:
         logger.warning("bad manifest line", extra=bad)

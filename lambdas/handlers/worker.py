@@ -16,15 +16,13 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from s3wq.backends import request_counts
-from s3wq.config import WorkerSettings, default_safety_margin
+from s3wq.config import WorkerSettings, lambda_safety_margin
 from s3wq.errors import ConfigError
 from s3wq.runners import HostRunner
 from s3wq.worker import Worker
 
 from .runtime import PowertoolsObserver, logger, metrics, remaining_seconds, runtime, tracer
 
-
-MIN_LAMBDA_SAFETY_MARGIN_SECONDS = 1.0
 
 
 def _map_item(event: Any) -> tuple[int, int]:
@@ -50,15 +48,20 @@ def handler(event: Any, context: Any) -> dict:
     worker_id = f"w{index}-{request_id[:8]}"
     logger.append_keys(worker_id=worker_id)
     time_limit = remaining_seconds(context)
+    margin = lambda_safety_margin(time_limit)
+    group_timeout = rt.config.group_timeout
+    if group_timeout is not None:
+        # The synth checked it against the function's timeout less this margin;
+        # this invocation's start-up took a little of that, and a run never
+        # gets more than the invocation has left either way.
+        group_timeout = min(group_timeout, time_limit - margin)
     settings = WorkerSettings(
         time_limit=time_limit,
-        # After the processor is stopped, the invocation still hands the group
-        # back, releases, and flushes its metrics before Lambda's hard kill:
-        # a second at least, however short the function's timeout.
-        safety_margin=max(MIN_LAMBDA_SAFETY_MARGIN_SECONDS, default_safety_margin(time_limit)),
+        safety_margin=margin,
         lease=rt.config.lease,
         foreign_lock_timeout=rt.config.foreign_lock_timeout,
         max_attempts=rt.config.max_attempts,
+        group_timeout=group_timeout,
     )
     worker = Worker(
         rt.backend,

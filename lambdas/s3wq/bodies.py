@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .config import FOREIGN_LOCK_TIMEOUT_SECONDS, MAX_LEASE_SECONDS
+from .tracebacks import MAX_FRAME_CODE_CHARS, MAX_FRAME_FILE_CHARS, MAX_FRAME_FUNCTION_CHARS
 MAX_ATTEMPT = 1_000_000
 _MAX_DURATION_SECONDS = 1e9
 # Large enough for a traceback's last lines, small enough that a lock stays one small PUT.
@@ -220,3 +221,23 @@ def load_object(data: bytes) -> dict | None:
     except Unparseable:
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def error_frame(doc: dict) -> dict | None:
+    """A failed flag's ``error_frame`` ({file, line, function, code}), read strictly; None if absent or not what s3wq writes.
+
+    Flags written before s3wq recorded the frame have none; their traceback is shown as it was.
+    """
+    frame = doc.get("error_frame")
+    if not isinstance(frame, dict):
+        return None
+    try:
+        read = {
+            "file": _string(frame, "file")[:MAX_FRAME_FILE_CHARS],
+            "line": _whole(frame, "line", 0, 10**9),
+            "function": _string(frame, "function")[:MAX_FRAME_FUNCTION_CHARS],
+        }
+        code = _string(frame, "code", optional=True)
+    except Unparseable:
+        return None
+    return read if code is None else {**read, "code": code[:MAX_FRAME_CODE_CHARS]}

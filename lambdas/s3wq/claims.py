@@ -44,6 +44,7 @@ from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from .bodies import ERROR, FAILED, FINISHED, RELEASED, LockBody, load_object, now_iso
 from .errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound, UnsupportedStore, WriteConflict
 from .index import Group
+from .tracebacks import ErrorFrame
 
 log = logging.getLogger("s3wq")
 
@@ -379,7 +380,15 @@ class ClaimProtocol:
         return False
 
     def finalize_failed(
-        self, claim: Claim, group: Group, error: str, *, outcome: str = ERROR, attempts: int | None = None, traceback: str | None = None
+        self,
+        claim: Claim,
+        group: Group,
+        error: str,
+        *,
+        outcome: str = ERROR,
+        attempts: int | None = None,
+        traceback: str | None = None,
+        error_frame: ErrorFrame | None = None,
     ) -> bool:
         """Record that the group used up its attempts; False if we had lost the lock meanwhile.
 
@@ -404,6 +413,9 @@ class ClaimProtocol:
         if traceback:
             # The end of it: where the error was raised, which is what a debugger wants.
             doc["traceback"] = traceback[-MAX_TRACEBACK_CHARS:]
+        if error_frame is not None:
+            # Picked from the frame records when the error was caught: the line of the user's own code to show first.
+            doc["error_frame"] = error_frame.to_dict()
         try:
             self.backend.create(layout.failed_key(claim.hash), json.dumps(doc, ensure_ascii=False).encode("utf-8"))
         except ObjectExists:

@@ -20,10 +20,11 @@ from typing import Any, Callable, Sequence
 from botocore.exceptions import NoCredentialsError, NoRegionError
 
 from . import __version__, layout
-from .backends import S3Backend, open_backend, request_counts
+from .backends import S3Backend, open_backend, request_counts, uri_mistake
 from .config import (
     DEFAULT_BREAKER_GROUPS,
     DEFAULT_GROUP_SIZE,
+    DEFAULT_GROUP_TIMEOUT_SECONDS,
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PROCESSOR,
@@ -33,16 +34,19 @@ from .config import (
     RETRY_BACKOFF_SECONDS,
     WorkerSettings,
 )
-from .errors import BadInput, S3wqError
+from .errors import BadInput, BadSource, NothingIndexed, S3wqError
 from .execution import DEFAULT_STACK_NAME, concurrency_warning, find_stack, follow_execution, start_execution, workspace_backend
 from .index import WorkIndex
 from .operations import (
+    ManifestErrorWatch,
     ResetResult,
     done_groups,
     failed_groups,
     inspect_group,
     list_failures,
     list_input_errors,
+    manifest_error_keys,
+    manifest_problems,
     release_locks,
     requeue_failed,
     reset_groups,
@@ -52,10 +56,12 @@ from .processors import BUILTIN_PROCESSORS, importable_from_current_directory, l
 from .progress import RunProgress
 from .runners import HostRunner
 from .sandbox import ProcessorHost
+from .inputs import ANYTHING, InputPolicy
 from .sources import SourceExpander
 from .status import queue_status
 from .stopping import GracefulStop
 from .worker import Worker
+from .wording import plural as _plural
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -83,7 +89,15 @@ def cmd_populate(args: argparse.Namespace) -> int:
     s3_client = backend.s3 if isinstance(backend, S3Backend) else None
     # A local workspace inside a folder being indexed must not index its own files.
     exclude = None if isinstance(backend, S3Backend) else backend.uri
-    expansion = SourceExpander(s3_client, check=not args.no_check, exclude=exclude).expand(args.sources, strict=True)
+    # On S3 the workers may be Lambdas, which read no local file: local inputs only when asked for.
+    policy = InputPolicy.s3_workspace(allow_local=args.allow_local_inputs) if isinstance(backend, S3Backend) else ANYTHING
+    for source in args.sources:
+        # A manifest's own name, mistyped (@s3:/b/list.txt), must not read as a local file that is missing.
+        mistake = uri_mistake(source[1:]) if source.startswith("@") else None
+        if mistake:
+            raise BadSource(f"manifest {source[1:]!r}: {mistake}")
+    # strict: every bad line of every manifest is reported at once (BadManifestLines), and nothing is written.
+    expansion = SourceExpander(s3_client, check=not args.no_check, exclude=exclude, policy=policy).expand(args.sources, strict=True)
     if not expansion.paths:
         raise BadInput("the sources name no paths")
     progress = None if args.json or not sys.stderr.isatty() else (lambda msg: print(f"s3wq: {msg}", file=sys.stderr))
@@ -92,15 +106,19 @@ def cmd_populate(args: argparse.Namespace) -> int:
     _emit(
         args,
         doc,
-        lambda d: f"added {d['added_paths']} paths in {d['added_groups']} groups "
-        f"({d['already_indexed']} already indexed); index now holds {d['paths']} paths in {d['groups']} groups",
+        lambda d: f"added {_plural(d['added_paths'], 'path')} in {_plural(d['added_groups'], 'group')} "
+        f"({d['already_indexed']} already indexed); index now holds {_plural(d['paths'], 'path')} in {_plural(d['groups'], 'group')}",
     )
     return EXIT_OK
 
 
 def _counts_line(status: dict) -> str:
     # finished and wait_seconds are for scripts and the state machine (--json).
-    return "  ".join(f"{k}={status[k]}" for k in ("groups", "paths", "done", "failed", "locked", "pending", "remaining"))
+    counts = {k: str(status[k]) for k in ("groups", "paths", "done", "failed", "locked", "pending", "remaining")}
+    if status.get("claimed_ahead"):
+        # One worker, two locks: the group it runs (or waits to retry), and the next, claimed ahead of it and not started.
+        counts["locked"] += f" ({status['claimed_ahead']} claimed ahead, not started)"
+    return "  ".join(f"{k}={v}" for k, v in counts.items())
 
 
 def _status_text(doc: dict, workspace: str) -> str:
@@ -110,12 +128,58 @@ def _status_text(doc: dict, workspace: str) -> str:
             f"{_plural(doc['input_error_groups'], 'done group')} had inputs the processor could not use: "
             f"s3wq failures {workspace} --inputs"
         )
-    for m in doc.get("manifest_errors", []):
-        lines.append(f"manifest {m['manifest']}: {_plural(m['bad_lines'] or 0, 'bad line')} skipped, listed in {m['record']}")
+    lines.extend(_manifest_problems_lines(doc))
+    return "\n".join(lines)
+
+
+def _printable(value: object) -> str:
+    # A record's text comes from an uploaded manifest: no terminal escapes reach the screen.
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
+
+
+def _manifest_errors_lines(m: dict) -> list[str]:
+    """One manifest's record: where it is, how many bad lines, and the first few with their reasons."""
+    count = m["bad_lines"] or 0
+    lines = [f"manifest {_printable(m['manifest'])}: {_plural(count, 'bad line')} skipped, listed in {_printable(m['record'])}"]
+    lines.extend(f"  line {_printable(b['line'])}: {_printable(b['reason'])}" for b in m.get("first_bad_lines", []))
+    if count > len(m.get("first_bad_lines", [])):
+        lines.append(f"  ... and {_plural(count - len(m.get('first_bad_lines', [])), 'more bad line')} in the record")
+    return lines
+
+
+def _manifest_problems_lines(doc: dict) -> list[str]:
+    lines = [line for m in doc.get("manifest_errors", []) for line in _manifest_errors_lines(m)]
     hidden = doc.get("manifests_with_bad_lines", 0) - len(doc.get("manifest_errors", []))
     if hidden > 0:
         lines.append(f"... and {_plural(hidden, 'more manifest')} with bad lines")
-    return "\n".join(lines)
+    return lines
+
+
+def _nothing_indexed(backend, problems: dict) -> NothingIndexed:
+    lines = [
+        f"no index at {backend.uri}: populate indexed nothing, and rejected lines of "
+        f"{_plural(problems['manifests_with_bad_lines'], 'manifest')}:",
+        *(f"  {line}" for line in _manifest_problems_lines(problems)),
+        "fix the manifest and upload it again (an upload with no bad line clears its record)",
+    ]
+    return NothingIndexed("\n".join(lines), problems)
+
+
+def _require_index(backend) -> None:
+    """NoIndex (exit 2) if nothing was populated; NothingIndexed (exit 1) if populate ran and rejected every line it read.
+
+    Costs one or two HEADs with an index; without one, a LIST of
+    manifest_errors/ and a GET per record.
+    """
+    index = WorkIndex(backend)
+    if index.exists():
+        return
+    keys = manifest_error_keys(backend)
+    # The deployed populate writes the index before a manifest's record, so
+    # a record found with no index after it is a manifest none of whose lines was usable.
+    if keys and not index.exists():
+        raise _nothing_indexed(backend, manifest_problems(backend, keys))
+    index.require()
 
 
 def _indexed_backend(uri: str):
@@ -129,13 +193,20 @@ def _counted(backend) -> dict:
     doc = queue_status(backend)
     if doc["groups"] == 0:
         # Only an empty count pays for the check: a typo must not read as a finished run.
-        WorkIndex(backend).require()
+        _require_index(backend)
     return doc
 
 
-def _wait_for_index(backend, interval: float) -> None:
+def _wait_for_index(backend, interval: float, errors: ManifestErrorWatch) -> None:
+    """Poll until an index exists; NothingIndexed once a record shows that populate indexed nothing.
+
+    A poll costs a HEAD or two and a LIST of manifest_errors/.
+    """
     announced = False
-    while not WorkIndex(backend).exists():
+    index = WorkIndex(backend)
+    while not index.exists():
+        if errors.poll() and not index.exists():  # the index goes first: see _require_index
+            raise _nothing_indexed(backend, errors.problems())
         if not announced:
             print(f"s3wq: waiting for an index at {backend.uri} (populate has not run yet)", file=sys.stderr, flush=True)
             announced = True
@@ -146,22 +217,37 @@ def cmd_status(args: argparse.Namespace) -> int:
     backend = _backend(args.workspace)
     if args.wait_for_index and not args.watch:
         raise BadInput("--wait-for-index goes with --watch")
+    try:
+        return _status(args, backend)
+    except NothingIndexed as exc:
+        if args.json:
+            print(json.dumps({"workspace": backend.uri, "indexed": False, **exc.problems}, ensure_ascii=False), flush=True)
+        raise
+
+
+def _status(args: argparse.Namespace, backend) -> int:
     if not args.watch:
         doc = _counted(backend)
         doc.update(workspace_problems(backend))
         _emit(args, doc, lambda d: _status_text(d, args.workspace))
         return EXIT_OK
+    # Manifest errors are shown as they appear: a LIST of manifest_errors/ a
+    # poll, and a GET for each record not seen before.
+    errors = ManifestErrorWatch(backend)
     if args.wait_for_index:
-        _wait_for_index(backend, args.interval)
+        _wait_for_index(backend, args.interval, errors)
     # --json --watch: one JSON line per poll, for scripts; otherwise the progress display.
     progress = None if args.json else RunProgress()
     try:
         while True:
             doc = _counted(backend)
+            appeared = errors.poll()
             if progress:
                 progress.update(doc)
+                for m in appeared:
+                    progress.note("\n".join(_manifest_errors_lines(m)))
             else:
-                print(json.dumps(doc), flush=True)
+                print(json.dumps({**doc, **errors.problems()}, ensure_ascii=False), flush=True)
             if doc["remaining"] == 0 and doc["locked"] == 0:
                 break
             time.sleep(args.interval)
@@ -213,6 +299,13 @@ def cmd_start(args: argparse.Namespace) -> int:
 _TRACEBACK_TAIL_LINES = 6
 
 
+def _frame_line(frame: dict | None) -> str | None:
+    """``at failproc.py:12 in process: data = json.loads(raw)``: the processor's own line that the error came through."""
+    if not frame:
+        return None
+    return f"at {frame['file']}:{frame['line']} in {frame['function']}" + (f": {frame['code']}" if frame.get("code") else "")
+
+
 def cmd_failures(args: argparse.Namespace) -> int:
     backend = _indexed_backend(args.workspace)
     if args.inputs:
@@ -235,6 +328,10 @@ def cmd_failures(args: argparse.Namespace) -> int:
         for f in d["failures"]:
             lines.append(f"{f['hash']}  attempts={f['attempts']}  kind={f['kind']}  {f['error']}")
             lines.extend(f"    {p}" for p in f["paths"])
+            # The user's own line first: the end of the stack is often all library code (json/decoder.py).
+            at = _frame_line(f.get("error_frame"))
+            if at:
+                lines.append(f"    {at}")
             if f.get("traceback"):
                 tb = f["traceback"].rstrip().splitlines()
                 shown = tb if verbose else tb[-_TRACEBACK_TAIL_LINES:]
@@ -250,19 +347,27 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     doc = inspect_group(_indexed_backend(args.workspace), args.hash)
 
     def human(d: dict) -> str:
-        lines = [f"group {d['hash']}: {d['state']}", "paths:", *(f"  {p}" for p in d["paths"])]
+        ahead_of = (d["lock"] or {}).get("claimed_ahead_of")
+        state = d["state"] + (f" (claimed ahead of group {ahead_of}, which its worker still holds: not started)" if ahead_of else "")
+        lines = [f"group {d['hash']}: {state}", "paths:", *(f"  {p}" for p in d["paths"])]
         lock = d["lock"]
         lines.append("lock: none" if lock is None else "lock: " + ", ".join(f"{k}={v}" for k, v in lock.items() if v is not None and v is not False))
         for name in ("done", "failed"):
             if d[name] is not None:
-                lines.append(f"{name}: " + ", ".join(f"{k}={v}" for k, v in d[name].items() if k not in ("paths", "traceback")))
+                lines.append(f"{name}: " + ", ".join(f"{k}={v}" for k, v in d[name].items() if k not in ("paths", "traceback", "error_frame")))
+        at = _frame_line((d["failed"] or {}).get("error_frame"))
+        if at:
+            lines.append(at)
         if d["failed"] and d["failed"].get("traceback"):
             lines.append("traceback:")
             lines.extend(f"  {t}" for t in d["failed"]["traceback"].rstrip().splitlines())
         if d.get("input_errors"):
             lines.append(f"input errors: {d['input_errors'].get('input_errors')}")
             lines.extend(f"  {i.get('path')}: {i.get('error')}" for i in d["input_errors"].get("inputs", []))
-        lines.append("result: none" if d["result"] is None else f"result: {d['result']['uri']} ({d['result']['records']} records, {d['result']['bytes']} bytes)")
+        result = d["result"]
+        lines.append(
+            "result: none" if result is None else f"result: {result['uri']} ({_plural(result['records'], 'record')}, {_plural(result['bytes'], 'byte')})"
+        )
         return "\n".join(lines)
 
     _emit(args, doc, human)
@@ -278,6 +383,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         safety_margin=args.safety_margin,
         retry_backoff=args.retry_backoff,
         breaker_groups=args.breaker,
+        group_timeout=args.group_timeout,
     )
     if (args.worker_index is None) != (args.workers is None):
         raise BadInput("--worker-index and --workers go together")
@@ -380,7 +486,26 @@ def cmd_local_demo(args: argparse.Namespace) -> int:
         processor=args.processor,
         as_json=args.json,
         extra_pythonpath=path,
+        **_kept_logs(args.keep_logs),
     )
+
+
+def _kept_logs(keep_logs: str | None) -> dict[str, Any]:
+    """``--keep-logs``: absent, the logs go with the local cloud; without DIR, they are kept in a new folder of the temp directory."""
+    from pathlib import Path
+
+    if keep_logs is None:
+        return {"keep_logs": False, "log_dir": None}
+    if not keep_logs:
+        return {"keep_logs": True, "log_dir": None}
+    folder = Path(os.path.abspath(keep_logs))  # printed when it stops: absolute, without ".."
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise BadInput(f"--keep-logs {keep_logs}: is a file, not a folder") from None
+    except OSError as exc:
+        raise BadInput(f"--keep-logs {keep_logs}: cannot create the folder ({exc.strerror})") from None
+    return {"keep_logs": True, "log_dir": folder}
 
 
 def _processor_path() -> tuple[str, ...]:
@@ -394,7 +519,14 @@ def cmd_local_up(args: argparse.Namespace) -> int:
 
     path = _processor_path()
     load_processor(args.processor)
-    return run_up(port=args.port, workers=args.workers, group_size=args.group_size, processor=args.processor, extra_pythonpath=path)
+    return run_up(
+        port=args.port,
+        workers=args.workers,
+        group_size=args.group_size,
+        processor=args.processor,
+        extra_pythonpath=path,
+        **_kept_logs(args.keep_logs),
+    )
 
 
 def _whole_number(text: str) -> int:
@@ -450,10 +582,6 @@ def _port(text: str) -> int:
     return value
 
 
-def _plural(n: int, noun: str, plural: str | None = None) -> str:
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
-
-
 class _OneLineErrors(argparse.ArgumentParser):
     """Usage errors as one line naming the problem, like every other bad input."""
 
@@ -503,6 +631,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-check",
         action="store_true",
         help="do not check that each s3:// path exists (a HEAD, or a LIST page per 1,000 keys of its folder): for huge manifests",
+    )
+    p.add_argument(
+        "--allow-local-inputs",
+        action="store_true",
+        help="on an S3 workspace, index local paths too (only workers on this machine can read them; a worker on Lambda refuses them)",
     )
     p.set_defaults(func=cmd_populate)
 
@@ -574,6 +707,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"how long a lock s3wq cannot read (olmocr's) is honoured (default {FOREIGN_LOCK_TIMEOUT_SECONDS:.0f}, olmocr's own)",
     )
     p.add_argument("--max-attempts", type=_positive_int, default=DEFAULT_MAX_ATTEMPTS, help=f"attempts before a group fails (default {DEFAULT_MAX_ATTEMPTS})")
+    p.add_argument(
+        "--group-timeout",
+        type=_positive_float,
+        default=DEFAULT_GROUP_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="stop a run of a group that lasts longer (kind timeout; it counts as an attempt, and the worker moves on) "
+        "(default: none, a run may take what the time limit leaves)",
+    )
     p.add_argument("--safety-margin", type=_non_negative_float, help="seconds kept free before the deadline (default: 5%% of the limit, 0.2-10 s)")
     p.add_argument(
         "--retry-backoff",
@@ -639,6 +780,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--workers", type=_positive_int, default=4, help="worker Lambdas the execution runs (default 4)")
         p.add_argument("--group-size", type=_positive_int, default=2, help="paths per group (default 2)")
         p.add_argument("--processor", default="text", help="processor (default text)")
+        p.add_argument(
+            "--keep-logs",
+            nargs="?",
+            const="",
+            metavar="DIR",
+            help="keep the server's and the Lambdas' logs when it stops: in DIR, or in a new folder of the temp directory"
+            " (default: removed with the local cloud, which leaves nothing behind)",
+        )
         return p
 
     p = add_local(

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import BadWorkspace, ConfigError
+
+if TYPE_CHECKING:  # imported where used: the settings sit below the store they describe
+    from .inputs import InputLocation, InputPolicy
 
 # The Lambda maximum. The CDK stack gives the worker function this timeout
 # and the same value as its lease, so a Lambda worker never renews its lease.
@@ -39,9 +43,26 @@ DEFAULT_BREAKER_GROUPS = 3
 DEFAULT_PROCESSOR = "text"
 
 
+# The longest one run of a group may last, whatever time the worker has
+# left. None: no limit of its own -- a run may take what the worker's time
+# limit leaves it. A hung processor then holds the worker for that long (900 s
+# on Lambda), but there is no single length that suits every processor: an
+# OCR of a big PDF takes minutes, a text extraction milliseconds.
+DEFAULT_GROUP_TIMEOUT_SECONDS: float | None = None
+# After the processor is stopped, a Lambda invocation still hands the group
+# back, releases, and flushes its metrics before Lambda's hard kill: a second
+# at least, however short the function's timeout.
+MIN_LAMBDA_SAFETY_MARGIN_SECONDS = 1.0
+
+
 def default_safety_margin(time_limit: float) -> float:
     """Time kept free before the deadline: 5 % of the limit, between 0.2 s and 10 s."""
     return min(10.0, max(0.2, 0.05 * time_limit))
+
+
+def lambda_safety_margin(time_limit: float) -> float:
+    """A Lambda worker's safety margin: the default, and never less than MIN_LAMBDA_SAFETY_MARGIN_SECONDS."""
+    return max(MIN_LAMBDA_SAFETY_MARGIN_SECONDS, default_safety_margin(time_limit))
 
 
 def _finite_positive(name: str, value: float) -> None:
@@ -60,6 +81,8 @@ class WorkerSettings:
     retry_backoff: float = RETRY_BACKOFF_SECONDS
     # 0: never stop for a processor that keeps failing.
     breaker_groups: int = DEFAULT_BREAKER_GROUPS
+    # A run is stopped at whichever comes first: this, or the time limit less the safety margin.
+    group_timeout: float | None = DEFAULT_GROUP_TIMEOUT_SECONDS
 
     def __post_init__(self) -> None:
         _finite_positive("time limit", self.time_limit)
@@ -82,6 +105,17 @@ class WorkerSettings:
             raise ConfigError(f"retry backoff must be from 0 to {MAX_RETRY_BACKOFF_SECONDS:g} s, got {self.retry_backoff}")
         if self.breaker_groups < 0:
             raise ConfigError(f"breaker groups must be 0 (off) or more, got {self.breaker_groups}")
+        if self.group_timeout is not None:
+            _finite_positive("group timeout", self.group_timeout)
+            most = self.time_limit - self.effective_safety_margin
+            if self.group_timeout < MIN_RUN_SECONDS:
+                raise ConfigError(f"group timeout must be at least {MIN_RUN_SECONDS:g} s, got {self.group_timeout:g}")
+            if self.group_timeout > most:
+                # It would never act: the worker's own deadline stops every run first.
+                raise ConfigError(
+                    f"group timeout of {self.group_timeout:g} s is longer than any run can last: at most {most:g} s "
+                    f"(the time limit of {self.time_limit:g} s less the safety margin of {self.effective_safety_margin:g} s)"
+                )
 
     def backoff_before(self, attempt: int) -> float:
         """Seconds to wait before running ``attempt`` (2 or later) of a group whose last run raised.
@@ -91,6 +125,10 @@ class WorkerSettings:
         if attempt < 2 or self.retry_backoff == 0:
             return 0.0
         return min(self.retry_backoff * 2 ** (attempt - 2), MAX_RETRY_BACKOFF_SECONDS, self.effective_lease / 3)
+
+    def run_budget(self, seconds: float) -> float:
+        """What a run may be given of ``seconds`` the worker has left: no more than the group timeout."""
+        return seconds if self.group_timeout is None else min(seconds, self.group_timeout)
 
     @property
     def effective_lease(self) -> float:
@@ -112,6 +150,11 @@ ENV_STATE_MACHINE_ARN = "S3WQ_STATE_MACHINE_ARN"
 ENV_AUTO_START = "S3WQ_AUTO_START"
 ENV_CHECK_INPUTS = "S3WQ_CHECK_INPUTS"
 ENV_WORKERS = "S3WQ_WORKERS"
+# The worker's group timeout (the stack's groupTimeoutSeconds); unset: none.
+ENV_GROUP_TIMEOUT = "S3WQ_GROUP_TIMEOUT_SECONDS"
+# Where inputs may lie besides the workspace bucket: comma-separated s3://bucket[/prefix]
+# (the stack's inputBuckets). Populate and the worker refuse anything else, local paths first.
+ENV_INPUT_LOCATIONS = "S3WQ_INPUT_LOCATIONS"
 
 DEFAULT_WORKERS = 10
 # A Distributed Map runs up to 10,000 child executions at once.
@@ -147,10 +190,21 @@ class LambdaConfig:
     auto_start: bool = True
     check_inputs: bool = True
     workers: int = DEFAULT_WORKERS
+    # Besides the workspace bucket, which is always allowed.
+    input_locations: tuple[InputLocation, ...] = ()
+    group_timeout: float | None = DEFAULT_GROUP_TIMEOUT_SECONDS
+
+    @property
+    def input_policy(self) -> InputPolicy:
+        """What populate may index and the worker may read: S3 only, in the workspace bucket and ``input_locations``."""
+        from .inputs import InputPolicy
+
+        return InputPolicy.deployed(self.workspace, self.input_locations)
 
     @classmethod
     def from_env(cls, environ: dict) -> "LambdaConfig":
-        from .backends import parse_s3_uri
+        from .backends import parse_s3_uri, uri_mistake
+        from .inputs import parse_locations
 
         workspace = environ.get(ENV_WORKSPACE, "")
         if not workspace:
@@ -160,8 +214,11 @@ class LambdaConfig:
                 parse_s3_uri(workspace)
             except BadWorkspace as exc:
                 raise ConfigError(f"{ENV_WORKSPACE}: {exc}") from exc
-        elif "://" in workspace:
-            raise ConfigError(f"{ENV_WORKSPACE} must be s3://bucket/prefix or a local directory, got {workspace!r}")
+        elif uri_mistake(workspace):
+            # Any other scheme, and a mistyped s3:// (s3:/b), which would read as a local directory.
+            raise ConfigError(
+                f"{ENV_WORKSPACE} must be s3://bucket/prefix or a local directory, got {workspace!r}: {uri_mistake(workspace)}"
+            )
         auto_start_raw, check_inputs_raw = ((environ.get(name) or "true").strip().lower() for name in (ENV_AUTO_START, ENV_CHECK_INPUTS))
         for name, raw in ((ENV_AUTO_START, auto_start_raw), (ENV_CHECK_INPUTS, check_inputs_raw)):
             if raw not in _TRUE | _FALSE:
@@ -169,6 +226,10 @@ class LambdaConfig:
         arn = environ.get(ENV_STATE_MACHINE_ARN) or None
         if arn is not None and not (arn.startswith("arn:") and ":stateMachine:" in arn):
             raise ConfigError(f"{ENV_STATE_MACHINE_ARN} is not a state machine ARN: {arn!r}")
+        try:
+            input_locations = parse_locations(environ.get(ENV_INPUT_LOCATIONS) or "")
+        except ConfigError as exc:
+            raise ConfigError(f"{ENV_INPUT_LOCATIONS}: {exc}") from exc
         return cls(
             workspace=workspace,
             lease=_number(environ, ENV_LEASE, DEFAULT_TIME_LIMIT_SECONDS, float, MIN_LEASE_SECONDS, MAX_LEASE_SECONDS),
@@ -180,4 +241,7 @@ class LambdaConfig:
             auto_start=auto_start_raw in _TRUE,
             check_inputs=check_inputs_raw in _TRUE,
             workers=int(_number(environ, ENV_WORKERS, DEFAULT_WORKERS, int, 1)),
+            input_locations=input_locations,
+            # At most the Lambda maximum; the handler cuts it to what each invocation has (handlers/worker.py).
+            group_timeout=_number(environ, ENV_GROUP_TIMEOUT, DEFAULT_GROUP_TIMEOUT_SECONDS, float, MIN_RUN_SECONDS, DEFAULT_TIME_LIMIT_SECONDS),
         )

@@ -28,6 +28,18 @@ class NoIndex(BadWorkspace):
         super().__init__(f"no index at {uri}: run s3wq populate first (is the workspace spelt right?)")
 
 
+class NothingIndexed(S3wqError):
+    """The workspace has no index, and the deployed populate recorded bad lines there: what was uploaded had no usable line.
+
+    A failed run, not bad input to the command that found it: ``problems``
+    holds the records (as ``status --json`` shows them).
+    """
+
+    def __init__(self, message: str, problems: dict):
+        super().__init__(message)
+        self.problems = problems
+
+
 class BadSource(BadInput):
     """A source (S3 URI, glob, local path or @manifest) cannot be expanded."""
 
@@ -40,6 +52,25 @@ class BadManifestLine(BadSource):
         self.line_number = line_number
         self.reason = reason
         super().__init__(f"{manifest}:{line_number}: {reason}")
+
+
+class BadManifestLines(BadSource):
+    """Manifests hold bad lines: every one of them, numbered; the message lists the first SHOWN, one a line."""
+
+    SHOWN = 20
+
+    def __init__(self, bad_lines: list[BadManifestLine], hint: str = ""):
+        self.bad_lines = list(bad_lines)
+        if len(self.bad_lines) == 1:  # one problem, one line
+            super().__init__(str(self.bad_lines[0]))
+            return
+        manifests = list(dict.fromkeys(b.manifest for b in self.bad_lines))
+        where = manifests[0] if len(manifests) == 1 else f"{len(manifests)} manifests"
+        lines = [f"{len(self.bad_lines)} bad lines in {where}, nothing indexed{hint}:"]
+        lines += [f"  {b}" for b in self.bad_lines[: self.SHOWN]]
+        if len(self.bad_lines) > self.SHOWN:
+            lines.append(f"  ... and {len(self.bad_lines) - self.SHOWN} more")
+        super().__init__("\n".join(lines))
 
 
 class BucketNotFound(BadWorkspace):
@@ -68,6 +99,10 @@ class ProcessorNotFound(ConfigError):
 
 class InputNotFound(S3wqError):
     """An input named in a group does not exist or may not be read."""
+
+
+class InputRefused(InputNotFound):
+    """An input lies outside what this deployment may read (a local path on Lambda, another bucket); it was not read."""
 
 
 class IndexCorrupt(S3wqError):

@@ -15,6 +15,7 @@ from .backends import Backend, S3Backend, parse_s3_uri
 from .errors import BadInput, StorageError
 from .progress import RunProgress
 from .status import queue_status
+from .wording import plural
 
 DEFAULT_STACK_NAME = "S3wq"
 # Counting a big workspace lists every flag: poll gently by default.
@@ -65,11 +66,11 @@ def concurrency_warning(lambda_client: Any, workers: int) -> str | None:
     try:
         limit = lambda_client.get_account_settings()["AccountLimit"]
     except (ClientError, BotoCoreError) as exc:
-        return f"could not read the account's Lambda concurrency ({exc}); check that {workers} workers fit in it"
+        return f"could not read the account's Lambda concurrency ({exc}); check that {plural(workers, 'worker')} fit in it"
     unreserved = limit.get("UnreservedConcurrentExecutions")
     if isinstance(unreserved, int) and workers > unreserved:
         return (
-            f"{workers} workers is more than the account's unreserved Lambda concurrency ({unreserved}): "
+            f"{plural(workers, 'worker')} is more than the account's unreserved Lambda concurrency ({unreserved}): "
             "the rest are throttled and retried, and other functions are throttled with them "
             "(ask for a higher quota, or deploy with -c workerReservedConcurrency=N)"
         )

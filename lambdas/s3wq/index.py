@@ -49,6 +49,7 @@ import zstandard
 
 from . import layout
 from .bodies import strict_json
+from .wording import plural
 from .backends import Backend, StoredObject
 from .errors import (
     BadGroupHash,
@@ -705,7 +706,7 @@ class WorkIndex:
             for group in sorted(groups, key=lambda g: g.hash):
                 by_prefix.setdefault(group.hash[:k], []).append(group)
             if progress:
-                progress(f"writing {len(groups)} groups in {len(by_prefix)} segments")
+                progress(f"writing {plural(len(groups), 'group')} in {plural(len(by_prefix), 'segment')}")
             infos = self._write_segments(by_prefix)
             new_catalog = Catalog(catalog.segments + tuple(infos), writer=f"{writer}:{attempt}")
             try:

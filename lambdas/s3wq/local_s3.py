@@ -45,6 +45,9 @@ class LocalServer:
     """A moto-based server process on a loopback port; subclasses say how to start it."""
 
     name = "local server"
+    # In a session of its own, the server and what it starts do not get the
+    # terminal's Ctrl-C: whoever started it stops it, in order.
+    own_session = False
 
     def __init__(self, port: int | None = None):
         self.port = port or free_port()
@@ -66,6 +69,11 @@ class LocalServer:
         # Checked before starting: a server already answering on the port (a
         # local cloud left running) would otherwise be taken for ours.
         with socket.socket() as probe:
+            # As the server binds (werkzeug's allow_reuse_address): the
+            # connections of a server just stopped linger in TIME-WAIT for a
+            # minute and do not keep a new one from listening, while a server
+            # still listening does.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind(("127.0.0.1", self.port))
             except PermissionError:
@@ -77,20 +85,30 @@ class LocalServer:
         self._check_port_free()
         log = self.output()
         try:
-            self.process = subprocess.Popen(self.command(), stdout=log, stderr=log)
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=log, start_new_session=self.own_session)
         finally:
             if hasattr(log, "close"):
                 log.close()  # the child holds its own copy
+        try:
+            self._wait_until_answering(timeout)
+        except BaseException:
+            # Not started, so no `with` block will stop it: a signal or a
+            # timeout here must not leave the process running.
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_answering(self, timeout: float) -> None:
+        assert self.process is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the {self.name} exited with code {self.process.returncode} (is moto[server] installed?)")
             try:
                 urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()
-                return self
+                return
             except OSError:
                 time.sleep(0.1)
-        self.stop()
         raise RuntimeError(f"the {self.name} did not answer on {self.endpoint} within {timeout:.0f}s")
 
     def stop(self) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import layout
 from .backends import MAX_PARALLEL_REQUESTS, Backend
-from .bodies import HELD, OPERATOR, RELEASED, REQUEUED, LockBody, load_object, now_iso
+from .bodies import HELD, OPERATOR, RELEASED, REQUEUED, LockBody, error_frame, load_object, now_iso
 from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from .errors import BadInput, ConditionalDeleteUnsupported, ObjectChanged, ObjectNotFound
 from .index import Group, WorkIndex
@@ -46,7 +46,11 @@ def _json_or_none(backend: Backend, key: str) -> dict | None:
 
 
 def list_failures(backend: Backend) -> list[dict]:
-    """Every failed group, by hash: hash, paths, attempts, kind (error, timeout, lost), last error and its traceback, when, by whom.
+    """Every failed group, by hash: hash, paths, attempts, kind (error, timeout, lost), last error, where, its traceback, when, by whom.
+
+    ``error_frame`` is the deepest line of the processor's own code in the
+    traceback ({file, line, function, code}); None for a flag written before
+    s3wq recorded it, or one that does not hold what s3wq writes.
 
     The failed flags are listed by hash prefix and read, MAX_PARALLEL_REQUESTS
     requests at a time. A flag deleted between the listing and its read (a
@@ -66,6 +70,7 @@ def list_failures(backend: Backend) -> list[dict]:
                 "error": doc.get("error"),
                 "failed_at": doc.get("failed_at"),
                 "worker_id": doc.get("worker_id"),
+                "error_frame": error_frame(doc),
                 "traceback": doc.get("traceback"),
             }
             for hash_, doc in zip(hashes, docs)
@@ -115,6 +120,8 @@ def inspect_group(backend: Backend, hash_: str) -> dict:
     lock = read_lock(backend, hash_)
     done = _json_or_none(backend, layout.done_key(hash_))
     failed = _json_or_none(backend, layout.failed_key(hash_))
+    if failed is not None and "error_frame" in failed:
+        failed["error_frame"] = error_frame(failed)  # as strictly as failures reads it
     input_errors = _json_or_none(backend, layout.input_errors_key(hash_))
     result_key = layout.result_key(hash_)
     result = None
@@ -129,11 +136,28 @@ def inspect_group(backend: Backend, hash_: str) -> dict:
         state = "locked"
     else:
         state = "pending"
+    lock_view = None if lock is None else _lock_view(lock)
+    if state == "locked" and lock.body is not None and lock.body.behind is not None:
+        # Claimed ahead by a worker that still holds the group in front (running it, or
+        # waiting out its retry backoff): this group has not started. Once the group in
+        # front has its flag this one runs, though the lock in front may still be held
+        # (its release goes out beside the next run). A few reads more.
+        front_hash = lock.body.behind
+        front = read_lock(backend, front_hash)
+        if (
+            front is not None
+            and front.live
+            and front.body is not None
+            and front.body.owner == lock.body.behind_owner
+            and not backend.exists(layout.done_key(front_hash))
+            and not backend.exists(layout.failed_key(front_hash))
+        ):
+            lock_view["claimed_ahead_of"] = front_hash
     return {
         "hash": hash_,
         "state": state,
         "paths": list(group.paths),
-        "lock": None if lock is None else _lock_view(lock),
+        "lock": lock_view,
         "done": done,
         "failed": failed,
         "input_errors": input_errors,
@@ -299,6 +323,73 @@ def list_input_errors(backend: Backend) -> list[dict]:
 
 # Manifests whose bad lines status reads and shows, at most.
 _MANIFEST_ERRORS_SHOWN = 20
+# Bad lines of each of them shown (its record lists up to a thousand), and how much of each reason.
+BAD_LINES_SHOWN = 3
+_REASON_CHARS = 200
+
+
+def manifest_error_keys(backend: Backend) -> list[str]:
+    """The keys of the records the deployed populate wrote under manifest_errors/, sorted: one LIST a thousand records."""
+    return sorted(k for k in backend.list_keys(layout.MANIFEST_ERRORS_PREFIX) if k.endswith(".json"))
+
+
+def read_manifest_errors(backend: Backend, key: str) -> dict:
+    """One manifest's error record: its manifest, how many bad lines, the first BAD_LINES_SHOWN of them, the record's URI.
+
+    The record is read strictly as data: anything else than populate's
+    shape (written by hand, cut short) leaves the fields it lacks None.
+    """
+    doc = _json_or_none(backend, key) or {}
+    listed = doc.get("bad_lines")
+    first = [
+        {"line": b.get("line"), "reason": str(b.get("reason"))[:_REASON_CHARS]}
+        for b in (listed if isinstance(listed, list) else [])[:BAD_LINES_SHOWN]
+        if isinstance(b, dict)
+    ]
+    return {
+        "manifest": doc.get("manifest"),
+        "bad_lines": doc.get("bad_line_count"),
+        "first_bad_lines": first,
+        "record": f"{backend.uri.rstrip('/')}/{key}",
+    }
+
+
+def manifest_problems(backend: Backend, keys: list[str] | None = None) -> dict:
+    """How many manifests have bad lines, and the first _MANIFEST_ERRORS_SHOWN records (one GET each)."""
+    keys = manifest_error_keys(backend) if keys is None else keys
+    shown = [read_manifest_errors(backend, k) for k in keys[:_MANIFEST_ERRORS_SHOWN]]
+    return {"manifests_with_bad_lines": len(keys), "manifest_errors": shown}
+
+
+class ManifestErrorWatch:
+    """The manifest-error records as a watch finds them: one LIST a poll, and one GET for each record not seen yet.
+
+    A record rewritten under the same name while watching (the manifest
+    uploaded again, still with bad lines) is not read again; one that goes
+    (an upload with no bad line clears it) is forgotten, so that a later one
+    under its name is shown.
+    """
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self.count = 0
+        self._records: dict[str, dict] = {}
+
+    def poll(self) -> list[dict]:
+        """The records that appeared since the last poll."""
+        keys = manifest_error_keys(self.backend)
+        self.count = len(keys)
+        shown = keys[:_MANIFEST_ERRORS_SHOWN]
+        for gone in set(self._records) - set(shown):
+            del self._records[gone]
+        new = [k for k in shown if k not in self._records]
+        for key in new:
+            self._records[key] = read_manifest_errors(self.backend, key)
+        return [self._records[k] for k in new]
+
+    def problems(self) -> dict:
+        """As :func:`manifest_problems`, from what the polls found."""
+        return {"manifests_with_bad_lines": self.count, "manifest_errors": [self._records[k] for k in sorted(self._records)]}
 
 
 def workspace_problems(backend: Backend) -> dict:
@@ -308,14 +399,7 @@ def workspace_problems(backend: Backend) -> dict:
     _MANIFEST_ERRORS_SHOWN).
     """
     input_error_groups = sum(1 for _ in listed_hashes(backend, layout.INPUT_ERRORS_PREFIX, layout.INPUT_ERRORS_SUFFIX))
-    keys = sorted(k for k in backend.list_keys(layout.MANIFEST_ERRORS_PREFIX) if k.endswith(".json"))
-    manifests = []
-    for key in keys[:_MANIFEST_ERRORS_SHOWN]:
-        doc = _json_or_none(backend, key) or {}
-        manifests.append(
-            {"manifest": doc.get("manifest"), "bad_lines": doc.get("bad_line_count"), "record": f"{backend.uri.rstrip('/')}/{key}"}
-        )
-    return {"input_error_groups": input_error_groups, "manifests_with_bad_lines": len(keys), "manifest_errors": manifests}
+    return {"input_error_groups": input_error_groups, **manifest_problems(backend)}
 
 
 def release_locks(backend: Backend, worker_id: str) -> list[str]:

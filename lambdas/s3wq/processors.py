@@ -27,6 +27,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from . import layout
 from .backends import Backend, S3Backend, make_s3_client, parse_s3_uri
 from .errors import BadSource, InputNotFound, LeaseLost, ProcessorNotFound, StorageError
+from .inputs import ANYTHING, InputPolicy
 from .index import Group
 
 Processor = Callable[[Group, "ProcessorContext"], Any]
@@ -57,6 +58,8 @@ class ProcessorContext:
     owner: str = ""
     _held: Callable[[], bool] = field(default=_always_held, repr=False)
     _s3: Any = field(default=None, repr=False)
+    # What read_input may read: on Lambda, s3:// inputs in the deployment's locations only.
+    input_policy: InputPolicy = ANYTHING
     # Inputs the processor could not use, as it reported them; the first
     # MAX_INPUT_ERRORS_KEPT are kept, all are counted.
     input_errors: list[dict] = field(default_factory=list)
@@ -85,7 +88,13 @@ class ProcessorContext:
         return self._s3
 
     def read_input(self, path: str) -> bytes:
-        """The bytes of one input: an ``s3://`` URI or a local file path."""
+        """The bytes of one input: an ``s3://`` URI or a local file path.
+
+        Raises InputRefused (an InputNotFound), reading nothing, for a path
+        the input policy does not allow: on Lambda, a local path or another
+        bucket, whatever the index says.
+        """
+        self.input_policy.check_read(path)
         if path.startswith("s3://"):
             bucket, key = parse_s3_uri(path)
             try:

@@ -12,6 +12,19 @@ import time
 from typing import IO, Any
 
 PLAIN_INTERVAL_SECONDS = 2.0
+# "Nothing has finished lately": no group finished for STALL_FACTOR times the
+# average time between finishes since watching began, and for at least
+# MIN_STALL_SECONDS (a few polls: groups finish in bursts). The ETA is then
+# blank: a rate from the past says nothing about a run that has stopped moving.
+STALL_FACTOR = 3.0
+MIN_STALL_SECONDS = 10.0
+
+
+def stalled(elapsed: float, finished: int, quiet_seconds: float) -> bool:
+    """Whether nothing finished lately: ``finished`` groups in ``elapsed`` s of watching, the last ``quiet_seconds`` ago."""
+    if finished <= 0:
+        return False  # no rate, so no ETA to blank
+    return quiet_seconds >= max(MIN_STALL_SECONDS, STALL_FACTOR * elapsed / finished)
 
 
 def rate_and_eta(status: dict, elapsed: float, finished_at_start: int = 0) -> tuple[float, float | None]:
@@ -30,6 +43,9 @@ class RunProgress:
         self.live = (self.stream.isatty() if live is None else live) or console is not None
         self.started = time.monotonic()
         self.finished_at_start: int | None = None
+        # When the count of finished groups last went up (on the module's clock).
+        self._last_finish = self.started
+        self._finished_seen: int | None = None
         self._last_plain = 0.0
         self._unprinted: str | None = None
         self._progress = None
@@ -51,10 +67,20 @@ class RunProgress:
     def update(self, status: dict) -> None:
         if self.finished_at_start is None:
             self.finished_at_start = status["done"] + status["failed"]
-        elapsed = time.monotonic() - self.started
+        now = time.monotonic()
+        elapsed = now - self.started
+        finished = status["done"] + status["failed"]
+        if self._finished_seen is not None and finished > self._finished_seen:
+            self._last_finish = now
+        self._finished_seen = finished
         rate, eta = rate_and_eta(status, elapsed, self.finished_at_start)
+        if eta and stalled(elapsed, finished - self.finished_at_start, now - self._last_finish):
+            eta = None
         eta_text = "?" if eta is None else f"{eta:.0f}s"
-        detail = f"failed {status['failed']}  locked {status['locked']}  pending {status['pending']}  {rate:.1f} groups/s  ETA {eta_text}"
+        ahead = f" ({status['claimed_ahead']} claimed ahead)" if status.get("claimed_ahead") else ""
+        detail = (
+            f"failed {status['failed']}  locked {status['locked']}{ahead}  pending {status['pending']}  {rate:.1f} groups/s  ETA {eta_text}"
+        )
         if self._progress is not None:
             self._progress.update(self._task, total=status["groups"] or None, completed=status["done"] + status["failed"], detail=detail)
         else:
@@ -65,6 +91,13 @@ class RunProgress:
                 self._unprinted = None
             else:
                 self._unprinted = line
+
+    def note(self, text: str) -> None:
+        """Print ``text`` at once, above the bar (or between the plain lines): news a reader must not miss."""
+        if self._progress is not None:
+            self._progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        else:
+            print(text, file=self.stream, flush=True)
 
     def stop(self) -> None:
         if self._progress is not None:

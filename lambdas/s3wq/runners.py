@@ -31,6 +31,7 @@ from .lease import LeaseKeeper
 from .processors import Processor, ProcessorContext
 from .sandbox import ProcessorHost, Raised, Returned, one_line_error, processor_traceback
 from .stopping import GracefulStop
+from .tracebacks import own_frame, processor_roots
 
 log = logging.getLogger("s3wq")
 
@@ -116,6 +117,7 @@ class InProcessRunner:
     def __init__(self, processor: Processor, backend: Backend):
         self.processor = processor
         self.backend = backend
+        self._roots = processor_roots(processor)
 
     @staticmethod
     def _kernel_timer() -> KillTimer | None:
@@ -164,7 +166,7 @@ class InProcessRunner:
             self.processor(group, ctx)
             return Returned(ctx.input_error_count, tuple(ctx.input_errors))
         except Exception as exc:  # a processor failure is an attempt, never a crash of the worker
-            return Raised(one_line_error(exc), "".join(processor_traceback(exc)))
+            return Raised(one_line_error(exc), "".join(processor_traceback(exc)), own_frame(exc, self._roots))
         finally:
             finished.set()
             keeper_thread.join()  # before disarming: the keeper may be re-arming the timer

@@ -25,7 +25,7 @@ processor started:
 Wire format (pickled tuples over a socket pair):
 worker -> host: ("run", hash, paths, worker_id, attempt, owner, deadline_epoch, held_until), ("lease", held_until), ("exit",)
 host -> worker: ("ready",) | ("load_error", message) first, then per run ("done", input errors, the first of them, leftovers) |
-                ("raised", error, traceback, leftovers) | ("died", exit code, lease over)
+                ("raised", error, traceback, the processor's own frame, leftovers) | ("died", exit code, lease over)
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ from typing import Sequence
 
 from . import clock
 from .errors import ProcessorNotFound, S3wqError
+from .inputs import ANYTHING, InputPolicy, policy_from_json, policy_to_json
 from .killtimer import KillTimer
+from .tracebacks import ErrorFrame, own_frame, processor_roots
 
 # The host stops itself this long after the lease the worker reported, if
 # the worker has not stopped it first; less than the worker's lease margin.
@@ -67,10 +69,11 @@ class Returned:
 
 @dataclass(frozen=True)
 class Raised:
-    """The processor raised (or its host died): one attempt used."""
+    """The processor raised (or its host died): one attempt used; ``frame``: the deepest line of the processor's own code."""
 
     error: str
     traceback: str = ""
+    frame: ErrorFrame | None = None
 
 
 def processor_traceback(exc: BaseException) -> list[str]:
@@ -99,9 +102,11 @@ def _describe_exit(code: int | None, lease_over: bool = False) -> str:
 class ProcessorHost:
     """Worker side of a processor host: start it, run a group, tell it about the lease, kill it."""
 
-    def __init__(self, processor_spec: str, workspace_uri: str):
+    def __init__(self, processor_spec: str, workspace_uri: str, *, input_policy: InputPolicy = ANYTHING):
         self.processor_spec = processor_spec
         self.workspace_uri = workspace_uri
+        # What the processor's ctx.read_input may read (on Lambda: S3, in the allowed locations only).
+        self.input_policy = input_policy
         self._process: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._held_until = 0.0  # the lease the host last heard of
@@ -126,7 +131,8 @@ class ProcessorHost:
         # the task root is on sys.path, not on PYTHONPATH).
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         command = [
-            sys.executable, "-c", _HOST_ENTRY, str(theirs.fileno()), str(os.getpid()), self.processor_spec, self.workspace_uri
+            sys.executable, "-c", _HOST_ENTRY, str(theirs.fileno()), str(os.getpid()), self.processor_spec, self.workspace_uri,
+            policy_to_json(self.input_policy),
         ]
         try:
             self._process = subprocess.Popen(command, pass_fds=(theirs.fileno(),), start_new_session=True, env=env)
@@ -193,7 +199,7 @@ class ProcessorHost:
         if message[0] == "done":
             end: Returned | Raised = Returned(message[1], tuple(message[2]))
         else:
-            end = Raised(message[1], message[2])
+            end = Raised(message[1], message[2], message[3])
         if message[-1]:  # leftovers
             self.kill()
         return end
@@ -308,7 +314,7 @@ def _listen(conn: Connection, state: _RunnerState) -> None:
             state.arm()
 
 
-def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str) -> None:
+def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
     from .backends import open_backend
     from .index import Group
     from .processors import ProcessorContext, load_processor
@@ -322,6 +328,7 @@ def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str) -> N
     except Exception as exc:  # the user's module failed to import: report it, the worker names it
         conn.send(("load_error", f"processor {processor_spec!r} failed to load: {one_line_error(exc)}"))
         return
+    roots = processor_roots(processor)
     state = _RunnerState()
     threading.Thread(target=_listen, args=(conn, state), daemon=True, name="s3wq-host-listener").start()
     conn.send(("ready",))
@@ -336,13 +343,14 @@ def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str) -> N
         _, hash_, paths, worker_id, attempt, owner, deadline_epoch, _held_until = message
         group = Group(hash_, tuple(paths))
         ctx = ProcessorContext(
-            worker_id=worker_id, attempt=attempt, deadline=deadline_epoch, group=group, backend=backend, owner=owner, _held=state.held
+            worker_id=worker_id, attempt=attempt, deadline=deadline_epoch, group=group, backend=backend, owner=owner, _held=state.held,
+            input_policy=input_policy,
         )
         try:
             processor(group, ctx)
             reply: tuple = ("done", ctx.input_error_count, ctx.input_errors, _leftovers())
         except Exception as exc:  # a processor failure is an attempt, reported to the worker
-            reply = ("raised", one_line_error(exc), "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:], _leftovers())
+            reply = ("raised", one_line_error(exc), "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:], own_frame(exc, roots), _leftovers())
         with state.lock:
             state.running = False
             state.arm()
@@ -403,7 +411,7 @@ def _warden(worker: Connection, runner: Connection, runner_pid: int) -> None:
 
 
 def host_main(argv: Sequence[str]) -> None:
-    fd, parent_pid, processor_spec, workspace_uri = argv
+    fd, parent_pid, processor_spec, workspace_uri, input_policy = argv
     # A handled signal, not SIGKILL: the warden must live to end its group.
     _prctl_pdeathsig(signal.SIGHUP)
     signal.signal(signal.SIGHUP, lambda *_: _kill_group())
@@ -418,7 +426,7 @@ def host_main(argv: Sequence[str]) -> None:
         _prctl_pdeathsig(signal.SIGKILL)  # the runner dies with its warden
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
         try:
-            _runner_main(Connection(theirs.detach()), processor_spec, workspace_uri)
+            _runner_main(Connection(theirs.detach()), processor_spec, workspace_uri, policy_from_json(input_policy))
         finally:
             os._exit(0)
     theirs.close()

@@ -18,12 +18,14 @@ from typing import Any, Callable, Iterator
 
 import zstandard
 
-from .backends import MAX_PARALLEL_REQUESTS, make_s3_client, parse_s3_uri
+from .backends import MAX_PARALLEL_REQUESTS, make_s3_client, parse_s3_uri, uri_mistake
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .errors import BadManifestLine, BadSource, BadWorkspace, StorageError
+from .errors import BadManifestLine, BadManifestLines, BadSource, BadWorkspace, StorageError
+from .inputs import ANYTHING, InputPolicy, shown
 
 _GLOB_CHARS = "*?["
+_MISSING = "no such object (or not readable): "
 # S3 answers that mean "the user named something that is not there", as
 # opposed to the store failing.
 _USER_ERROR_CODES = {"NoSuchBucket", "NoSuchKey", "404", "AccessDenied", "403", "InvalidBucketName"}
@@ -51,8 +53,9 @@ def _check_text(source: str) -> str | None:
         return "empty source"
     if any(ord(c) < 32 and c not in "\t" for c in source):
         return "control character in source"
-    if "://" in source and not source.startswith("s3://"):
-        return f"unsupported scheme {source.split('://', 1)[0]!r} (use s3:// or a local path)"
+    mistake = uri_mistake(source)
+    if mistake:
+        return mistake
     if source.startswith("s3://"):
         try:
             _, key = parse_s3_uri(source)
@@ -65,11 +68,12 @@ def _check_text(source: str) -> str | None:
     return None
 
 
-def _open_manifest(name: str, s3_client: Callable[[], Any]) -> io.TextIOBase:
+def _open_manifest(name: str, s3_client: Callable[[], Any]) -> Any:
+    """A binary stream of the manifest's lines, decompressed."""
     if name.startswith("s3://"):
         bucket, key = parse_s3_uri(name)
         try:
-            raw: io.BufferedIOBase = s3_client().get_object(Bucket=bucket, Key=key)["Body"]
+            raw: Any = s3_client().get_object(Bucket=bucket, Key=key)["Body"]
         except (ClientError, BotoCoreError) as exc:
             raise _s3_error(exc, f"manifest {name}") from exc
     else:
@@ -81,8 +85,7 @@ def _open_manifest(name: str, s3_client: Callable[[], Any]) -> io.TextIOBase:
         raw = gzip.GzipFile(fileobj=raw)
     elif name.endswith((".zst", ".zstd")):
         raw = io.BufferedReader(_StrictZstdReader(raw))
-    # utf-8-sig: editors on Windows start files with a byte-order mark.
-    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="\n")
+    return raw
 
 
 class _StrictZstdReader(io.RawIOBase):
@@ -122,16 +125,84 @@ class _StrictZstdReader(io.RawIOBase):
         super().close()
 
 
-def iter_manifest(name: str, s3_client: Callable[[], Any]) -> Iterator[tuple[int, str]]:
-    """(line number, source) for each non-blank, non-comment line; streamed, bounded memory."""
+# A manifest line is a source: an S3 URI (a key is at most 1,024 bytes) or a
+# local path (PATH_MAX is 4,096). A longer line is a bad line, and reading it
+# holds this much of it at most, however long it is.
+MAX_MANIFEST_LINE_BYTES = 8192
+_READ_CHUNK_BYTES = 1 << 16
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class ManifestLine:
+    """A line of a manifest that is neither blank nor a comment: its source, or why it is not one."""
+
+    number: int
+    source: str = ""
+    problem: str | None = None
+
+
+def _bounded_lines(stream: Any, cap: int) -> Iterator[tuple[bytes, bool]]:
+    """Each line of ``stream`` without its newline, cut to ``cap`` bytes, and whether it was longer.
+
+    Read a chunk at a time: past ``cap``, the rest of a line is skipped up to
+    its newline, never kept, so a line of any length costs ``cap`` plus a chunk.
+    """
+    head, long = b"", False
+    while True:
+        chunk = stream.read(_READ_CHUNK_BYTES)
+        if not chunk:
+            break
+        *ended, rest = chunk.split(b"\n")
+        for piece in ended:
+            if not long:
+                head += piece
+            yield head[:cap], long or len(head) > cap
+            head, long = b"", False
+        if not long:
+            head += rest
+            if len(head) > cap:
+                head, long = head[:cap], True
+    if head or long:
+        yield head[:cap], long or len(head) > cap
+
+
+def _line_problem(raw: bytes, long: bool) -> str | None:
+    """Why the bytes of a manifest line (its newline and a trailing CR removed) are not a source, or None."""
+    if long:
+        return f"longer than {MAX_MANIFEST_LINE_BYTES:,} bytes: no S3 URI or local path is that long"
+    for column, byte in enumerate(raw, start=1):
+        if byte < 0x20 and byte != 0x09:  # a tab is a character keys may hold
+            return f"{'NUL byte' if byte == 0 else f'control character 0x{byte:02x}'} at byte {column}"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} ({exc.reason})"
+    return None
+
+
+def iter_manifest(name: str, s3_client: Callable[[], Any]) -> Iterator[ManifestLine]:
+    """Each line of a manifest that is neither blank nor a comment, numbered: a source, or its problem.
+
+    Streamed, in bounded memory whatever a line holds: a line that is not
+    UTF-8, holds a control byte or is too long is a bad line, and the lines
+    after it are read as usual. A stream that cannot be read to its end (a
+    truncated gzip or zstd file, a broken connection) raises BadSource: a
+    manifest cut short must not pass for a shorter one.
+    """
     stream = _open_manifest(name, s3_client)
     try:
-        for number, line in enumerate(stream, start=1):
-            source = line.rstrip("\r\n")
-            if not source.strip() or source.lstrip().startswith("#"):
+        # One byte more than the cap: the CR of a CRLF ending is not part of the line.
+        for number, (raw, long) in enumerate(_bounded_lines(stream, MAX_MANIFEST_LINE_BYTES + 1), start=1):
+            if number == 1 and raw.startswith(_BOM):  # editors on Windows start files with a byte-order mark
+                raw = raw[len(_BOM) :]
+            raw = raw.rstrip(b"\r")
+            long = long or len(raw) > MAX_MANIFEST_LINE_BYTES
+            if (not long and not raw.strip()) or raw.lstrip().startswith(b"#"):
                 continue
-            yield number, source
-    except (OSError, EOFError, UnicodeDecodeError, zstandard.ZstdError) as exc:
+            problem = _line_problem(raw, long)
+            yield ManifestLine(number, problem=problem) if problem else ManifestLine(number, raw.decode("utf-8"))
+    except (OSError, EOFError, zstandard.ZstdError) as exc:
         raise BadSource(f"manifest {name} is unreadable: {exc}") from exc
     finally:
         stream.close()
@@ -150,12 +221,16 @@ class SourceExpander:
     folder, whichever is less; off for manifests too big to check.
     ``exclude``: a local folder whose files are never sources (the workspace,
     when it lies inside a folder being indexed).
+    ``policy``: what may be named at all (:mod:`s3wq.inputs`); deployed, S3
+    only and in the allowed locations. A source it refuses is never looked
+    at: no local file is opened or listed, no other bucket asked.
     """
 
-    def __init__(self, s3_client: Any = None, *, check: bool = True, exclude: str | None = None):
+    def __init__(self, s3_client: Any = None, *, check: bool = True, exclude: str | None = None, policy: InputPolicy = ANYTHING):
         self._s3 = s3_client
         self.check = check
         self.exclude = None if exclude is None else os.path.realpath(exclude)
+        self.policy = policy
 
     def s3(self) -> Any:
         if self._s3 is None:
@@ -163,8 +238,14 @@ class SourceExpander:
         return self._s3
 
     def expand(self, sources: list[str], *, strict: bool = True) -> Expansion:
-        """Paths named by ``sources``. With ``strict``, the first bad manifest line raises;
-        otherwise bad lines are collected and the valid ones kept.
+        """Paths named by ``sources``; every bad manifest line is collected, with its number.
+
+        Each manifest line is indexed or is a bad line, never both: a line
+        whose glob matched one path the policy refuses is bad as a whole.
+        With ``strict``, any bad line raises BadManifestLines, carrying all
+        of them, once every source has been read; otherwise the bad lines are
+        returned and the valid ones kept. A bad source named directly (not in
+        a manifest) raises at once.
 
         A relative path in a manifest file is relative to the manifest's
         folder, so a manifest can be moved together with its inputs; in a
@@ -174,68 +255,95 @@ class SourceExpander:
         result = Expansion()
         # Plain s3:// paths, checked together once everything is expanded: where each came from.
         # (Held in memory, one entry a path: a manifest too big for that wants --no-check.)
-        unchecked: dict[str, tuple[str, int] | None] = {}
+        unchecked: dict[str, list[tuple[str, int]]] = {}
         for source in sources:
             if source.startswith("@"):
                 manifest = source[1:]
-                base = _manifest_folder(manifest)
-                for number, line in iter_manifest(manifest, self.s3):
-                    try:
-                        reason = _check_text(line)
-                        if reason:
-                            raise BadManifestLine(manifest, number, reason)
-                        if base is not None and "://" not in line and not os.path.isabs(line):
-                            line = os.path.join(base, line)
-                        paths = self._expand_one(line)
-                        if self.check and line.startswith("s3://") and not _has_glob(line):
-                            unchecked.setdefault(line, (manifest, number))
-                        result.paths.extend(paths)
-                    except BadManifestLine as exc:
-                        if strict:
-                            raise
-                        result.bad_lines.append(exc)
-                    except BadSource as exc:
-                        bad = BadManifestLine(manifest, number, str(exc))
-                        if strict:
-                            raise bad from exc
-                        result.bad_lines.append(bad)
-            else:
-                reason = _check_text(source)
+                reason = self.policy.manifest_refusal(manifest)
                 if reason:
-                    raise BadSource(f"{source!r}: {reason}")
-                if self.check and source.startswith("s3://") and not _has_glob(source):
-                    unchecked.setdefault(source, None)
-                result.paths.extend(self._expand_one(source))
+                    raise BadSource(reason)
+                self._expand_manifest(manifest, result, unchecked)
+                continue
+            reason = self.policy.refusal(source)
+            if reason:
+                raise BadSource(reason)
+            reason = _check_text(source)
+            if reason:
+                raise BadSource(f"{source!r}: {reason}")
+            paths = self._expand_one(source)
+            self._refuse_matches(source, paths)
+            if self.check and source.startswith("s3://") and not _has_glob(source):
+                unchecked.setdefault(source, [])
+            result.paths.extend(paths)
         if self.check and unchecked:
-            self._drop_missing(result, unchecked, strict=strict)
+            self._drop_missing(result, unchecked)
+        order = {source[1:]: position for position, source in enumerate(sources) if source.startswith("@")}
+        result.bad_lines.sort(key=lambda b: (order.get(b.manifest, 0), b.line_number))
+        if strict and result.bad_lines:
+            missing = any(b.reason.startswith(_MISSING) for b in result.bad_lines)
+            raise BadManifestLines(result.bad_lines, " (--no-check skips the check that objects exist)" if missing else "")
         return result
 
-    def _drop_missing(self, result: Expansion, unchecked: dict[str, tuple[str, int] | None], *, strict: bool) -> None:
+    def _expand_manifest(self, manifest: str, result: Expansion, unchecked: dict[str, list[tuple[str, int]]]) -> None:
+        base = _manifest_folder(manifest)
+        for line in iter_manifest(manifest, self.s3):
+            source = line.source
+            # The policy first: deployed, what is not an s3:// URI in the allowed buckets is refused as such,
+            # not answered with advice about local paths the deployment would never read.
+            reason = line.problem or self.policy.refusal(source) or _check_text(source)
+            if reason:
+                result.bad_lines.append(BadManifestLine(manifest, line.number, reason))
+                continue
+            if base is not None and "://" not in source and not os.path.isabs(source):
+                source = os.path.join(base, source)
+            try:
+                paths = self._expand_one(source)
+                self._refuse_matches(source, paths)
+            except BadSource as exc:
+                result.bad_lines.append(BadManifestLine(manifest, line.number, str(exc)))
+                continue
+            if self.check and source.startswith("s3://") and not _has_glob(source):
+                unchecked.setdefault(source, []).append((manifest, line.number))
+            result.paths.extend(paths)
+
+    def _refuse_matches(self, source: str, paths: list[str]) -> None:
+        """BadSource if the policy refuses any path ``source`` expanded to (a listed key with a '..' segment)."""
+        for path in paths:
+            reason = self.policy.refusal(path, literal=True)
+            if reason:
+                raise BadSource(f"{shown(source)} matched {reason}")
+
+    def _drop_missing(self, result: Expansion, unchecked: dict[str, list[tuple[str, int]]]) -> None:
         missing = missing_objects(self.s3(), list(unchecked))
         if not missing:
             return
-        for path in sorted(missing, key=lambda p: unchecked[p] or ("", 0)):
-            origin = unchecked[path]
-            reason = f"no such object (or not readable): {path}"
-            if origin is None or strict:
-                more = f" (and {len(missing) - 1} more; --no-check skips this check)" if len(missing) > 1 else ""
-                if origin is None:
-                    raise BadSource(reason + more)
-                raise BadManifestLine(origin[0], origin[1], reason + more)
-            result.bad_lines.append(BadManifestLine(origin[0], origin[1], reason))
+        named = sorted(path for path in missing if not unchecked[path])
+        if named:
+            more = f" (and {len(missing) - 1} more; --no-check skips this check)" if len(missing) > 1 else ""
+            raise BadSource(f"{_MISSING}{named[0]}{more}")
+        for path in missing:
+            result.bad_lines.extend(BadManifestLine(manifest, number, f"{_MISSING}{path}") for manifest, number in unchecked[path])
         result.paths = [p for p in result.paths if p not in missing]
 
     def _excluded(self, path: str) -> bool:
         return self.exclude is not None and (path == self.exclude or path.startswith(self.exclude + os.sep))
 
     def _local_files(self, paths: list[str]) -> list[str]:
-        return [p for p in (os.path.abspath(p) for p in paths) if not self._excluded(os.path.realpath(p))]
+        """``paths`` made absolute, the excluded folder's left out; BadSource naming those that cannot be read."""
+        kept = [p for p in (os.path.abspath(p) for p in paths) if not self._excluded(os.path.realpath(p))]
+        problems = [(p, problem) for p in kept if (problem := _file_problem(p))]
+        if problems:
+            listed = ", ".join(f"{p!r} ({problem})" for p, problem in problems[:_PROBLEMS_NAMED])
+            more = f" and {len(problems) - _PROBLEMS_NAMED} more" if len(problems) > _PROBLEMS_NAMED else ""
+            raise BadSource(f"cannot read {listed}{more}")
+        return kept
 
     def _expand_one(self, source: str) -> list[str]:
         if source.startswith("s3://"):
             return self._expand_s3(source) if _has_glob(source) else [source]
         if _has_glob(source):
-            matches = self._local_files(sorted(p for p in glob.glob(source, recursive=True) if os.path.isfile(p)))
+            # Folders a pattern matches are not inputs; anything else it matches is, and must be readable.
+            matches = self._local_files(sorted(p for p in glob.glob(source, recursive=True) if not os.path.isdir(p)))
             if not matches:
                 raise BadSource(f"{source!r} matched no files")
             return matches
@@ -286,6 +394,23 @@ def _searchable(path: str) -> bool:
     while not os.path.isdir(folder) and folder != os.path.dirname(folder):
         folder = os.path.dirname(folder)
     return os.access(folder, os.X_OK)
+
+
+# A folder or pattern with unreadable files names this many of them in its error.
+_PROBLEMS_NAMED = 5
+
+
+def _file_problem(path: str) -> str | None:
+    """Why a file that a folder or a pattern holds cannot be an input, or None: what naming it directly would find."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return "a dangling symlink" if os.path.islink(path) else exc.strerror
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
 
 
 def _unreadable(exc: OSError) -> None:

@@ -257,7 +257,10 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
     A group is done if it has a done flag; failed if it has a failed flag or
     its lock is marked failed; locked if a live holder has it; pending
     otherwise (a stale or released lock is pending: the next worker takes it;
-    ``released`` counts the handed-back ones among them).
+    ``released`` counts the handed-back ones among them). ``claimed_ahead``
+    counts the locked groups that no processor runs yet: a worker claimed
+    them ahead while it still holds the group in front (which is running,
+    or waiting out a retry backoff), so one worker may hold two locks.
 
     Groups and paths come from the index's catalog (:func:`index_counts`),
     the rest from :func:`scan_flags`. Flags are counted as listed, without
@@ -274,6 +277,9 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
     partitions = flag_partitions(backend, catalog_groups(backend), digits)
     done = failed = live = released = 0
     longest_stale_in = 0.0
+    # Live locks' owners, and the claims made ahead of one: about one each a worker.
+    holders: dict[str, str] = {}
+    ahead: list[tuple[str, str | None]] = []
     for item in scan_flags(backend, partitions, foreign_lock_timeout=foreign_lock_timeout):
         if isinstance(item, PartitionFlags):
             done += item.done
@@ -283,6 +289,10 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
         elif item.state.live:
             live += 1
             longest_stale_in = max(longest_stale_in, item.state.stale_in)
+            if item.state.body is not None:
+                holders[item.hash] = item.state.body.owner
+                if item.state.body.behind is not None:
+                    ahead.append((item.state.body.behind, item.state.body.behind_owner))
         elif item.state.released:
             released += 1
     # The index is counted after the flags: it only grows, so every flag
@@ -300,6 +310,8 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
         "done": done,
         "failed": failed,
         "locked": live,
+        # Its group in front still held by the same claim: this one has not started.
+        "claimed_ahead": min(live, sum(1 for hash_, owner in ahead if owner is not None and holders.get(hash_) == owner)),
         "pending": pending,
         "remaining": groups - finished,
         "finished": finished,

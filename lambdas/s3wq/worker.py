@@ -11,9 +11,11 @@ How a run ends, and what it costs the group:
 * the processor returns: done flag, lock deleted;
 * it raises (or its host dies): one attempt used; retried here while time
   allows, else handed back with its count; failed after the last attempt;
-* it is stopped at the worker's deadline: handed back with how long it ran,
-  so that only a worker with enough time takes it next; the run counts as an
-  attempt only if it had the worker's full time (see ``claims.enough_time``);
+* it is stopped at the worker's deadline, or at its group timeout: handed
+  back with how long it ran, so that only a worker with enough time takes it
+  next; the run counts as an attempt only if it had the worker's full run
+  budget -- its full time, cut to the group timeout (see ``claims.enough_time``).
+  The worker comes back to it after its walk, if it still has that time;
 * it is stopped by SIGINT or SIGTERM: handed back, no attempt used;
 * the lock was lost or the lease could not be renewed: stopped, nothing written.
 """
@@ -46,6 +48,7 @@ from .processors import Processor
 from .runners import InProcessRunner, Runner, Stopped
 from .sandbox import Raised, Returned
 from .stopping import GracefulStop
+from .tracebacks import ErrorFrame
 
 log = logging.getLogger("s3wq")
 
@@ -319,6 +322,19 @@ class Worker:
         """How long a run started now may take: up to the deadline less the safety margin."""
         return self.remaining_time() - self.settings.effective_safety_margin
 
+    def _run_budget(self, reserve: float = 0.0) -> float:
+        """How long the run of a group started now may take: the budget, cut to the group timeout."""
+        return self.settings.run_budget(self._budget() - reserve)
+
+    @property
+    def full_run_budget(self) -> float:
+        """The most this worker can give any one run: its full budget, cut to the group timeout.
+
+        A group's claims and its timeouts are judged against this (``enough_time``, ``timeout_counts``):
+        a run stopped at its group timeout had all a run of this worker can have, so it counts.
+        """
+        return self.settings.run_budget(self.full_budget)
+
     def has_time(self, reserve: float = 0.0) -> bool:
         return self._budget() - reserve >= max(self.longest_group_seconds, MIN_RUN_SECONDS)
 
@@ -365,6 +381,11 @@ class Worker:
         while claimed is not None:
             group, claim = claimed
             outcome, ahead = self._attempt(group, claim, prefetch=functools.partial(self._claim_ahead, walk, claim))
+            if outcome == "timed_out":
+                # Handed back with its needs_seconds: this worker comes back to
+                # it once its walk is over, if nobody else has taken it by then
+                # and it still has the time (see _drain_waiting).
+                walk.waiting[group.hash] = group
             if ahead is not None and (outcome not in _FINISHED or self._breaker.tripped):
                 # The group in front did not finish (handed back, lost, stopped), or the breaker tripped:
                 # the claim made behind it is given back, and walked to again.
@@ -531,7 +552,13 @@ class Worker:
                 if self.protocol.is_done(hash_):
                     del waiting[hash_]
                     continue
-                if not isinstance(self._work_on(group, checked_failed=False), Held):
+                outcome = self._work_on(group, checked_failed=False)
+                # Stopped at its group timeout again, with attempts left: once more,
+                # after the others. A run that had this worker's full run budget
+                # counts, so the group ends failed rather than looping; one that
+                # had less leaves too little for the next (NotEnoughTime), and the
+                # group is left to a worker with more.
+                if not isinstance(outcome, Held) and outcome != "timed_out":
                     del waiting[hash_]
         self.report.stopped_reason = "queue_empty"
 
@@ -551,7 +578,7 @@ class Worker:
         # ahead is made while the host runs a group: it is up.)
         if not host_in_use and not self.runner.prepare():
             return "interrupted"
-        claimed = self.protocol.claim(group.hash, budget=self._budget() - reserve, full_budget=self.full_budget, behind=behind)
+        claimed = self.protocol.claim(group.hash, budget=self._run_budget(reserve), full_budget=self.full_run_budget, behind=behind)
         if isinstance(claimed, Finished):
             self._count("already_finished", 1)
             return "already_finished"
@@ -587,9 +614,20 @@ class Worker:
             self._count("lost_locks", 1)
 
     def _fail(
-        self, group: Group, claim: Claim, error: str, started: float, *, outcome: str = ERROR, attempts: int | None = None, traceback: str = ""
+        self,
+        group: Group,
+        claim: Claim,
+        error: str,
+        started: float,
+        *,
+        outcome: str = ERROR,
+        attempts: int | None = None,
+        traceback: str = "",
+        error_frame: ErrorFrame | None = None,
     ) -> str:
-        ours = self.protocol.finalize_failed(claim, group, error, outcome=outcome, attempts=attempts, traceback=traceback)
+        ours = self.protocol.finalize_failed(
+            claim, group, error, outcome=outcome, attempts=attempts, traceback=traceback, error_frame=error_frame
+        )
         if not ours:
             self._count("lost_locks", 1)
         self._count("failed", 1)
@@ -707,8 +745,11 @@ class Worker:
                 # or it was made ahead and the run before took it: give it back unrun.
                 self._give_back_unrun(claim, "claimed with no time left to run it")
                 return "released"
-            budget = self._budget()
-            if not enough_time(claim.body.needs_seconds, budget, self.full_budget):
+            available = self._budget()
+            budget = self.settings.run_budget(available)
+            # Whether the group timeout, not the worker's deadline, ends this run if it goes on.
+            group_limited = budget < available
+            if not enough_time(claim.body.needs_seconds, budget, self.full_run_budget):
                 # Claimed ahead, and the run before took what this group needs.
                 self._count("not_enough_time", 1)
                 self._hand_back(claim, TIMEOUT, counted=False, error=claim.body.error)
@@ -762,17 +803,17 @@ class Worker:
                 self._recent_run_seconds.append(ran)
                 return self._complete(group, claim, keeper.state, started, defer_release=ahead is not None, end=end)
             if isinstance(end, Stopped):
-                return self._stopped(group, claim, end, ran, started, budget=budget)
+                return self._stopped(group, claim, end, ran, started, budget=budget, group_limited=group_limited)
             assert isinstance(end, Raised)
             self.longest_group_seconds = max(self.longest_group_seconds, ran)
-            log.warning("group %s attempt %d failed: %s", group.hash, claim.attempt, end.error)
+            log.warning("group %s attempt %d failed: %s%s", group.hash, claim.attempt, end.error, f" (at {end.frame})" if end.frame else "")
             if end.traceback:
                 log.info("group %s attempt %d traceback:\n%s", group.hash, claim.attempt, end.traceback.rstrip())
             tripped = self._breaker.tripped_by(group.hash, end.error)
             if tripped:
                 self.report.breaker_error = end.error
             if claim.attempt >= self.settings.max_attempts:
-                return self._fail(group, claim, end.error, started, traceback=end.traceback)
+                return self._fail(group, claim, end.error, started, traceback=end.traceback, error_frame=end.frame)
             if tripped:
                 # A broken processor: stop before it fails the whole queue. The
                 # group keeps this attempt's count and is free for a fixed one.
@@ -795,13 +836,15 @@ class Worker:
                 self._hand_back(claim, ERROR, counted=True, error=end.error)
                 self.observer.group_finished(group, claim, "interrupted", clock.now() - started)
                 return "interrupted"
-            next_claim = self.protocol.next_attempt(claim, end.error, budget=self._budget())
+            next_claim = self.protocol.next_attempt(claim, end.error, budget=self._run_budget())
             if next_claim is None:
                 self._count("lost_locks", 1)
                 return "lost"
             claim = next_claim
 
-    def _stopped(self, group: Group, claim: Claim, end: Stopped, ran: float, started: float, *, budget: float | None = None) -> str:
+    def _stopped(
+        self, group: Group, claim: Claim, end: Stopped, ran: float, started: float, *, budget: float | None = None, group_limited: bool = False
+    ) -> str:
         if end.reason == INTERRUPTED:
             self._count("interrupted", 1)
             self._hand_back(claim, INTERRUPTED, counted=False, error="stopped by a signal")
@@ -810,9 +853,12 @@ class Worker:
         if end.reason == TIMEOUT:
             self._count("timed_out", 1)
             # What this run had, not what the claim expected: a claim made ahead waits for the run before it.
-            counted = timeout_counts(budget, self.full_budget)
+            counted = timeout_counts(budget, self.full_run_budget)
             needs = max(ran, claim.body.needs_seconds or 0.0, MIN_RUN_SECONDS)
-            error = f"ran out of time: stopped after {ran:.1f} s (this worker could give it {self.full_budget:.1f} s at most)"
+            if group_limited:
+                error = f"ran past the group timeout of {self.settings.group_timeout:g} s: stopped after {ran:.1f} s"
+            else:
+                error = f"ran out of time: stopped after {ran:.1f} s (this worker could give it {self.full_budget:.1f} s at most)"
             log.warning("group %s: %s", group.hash, error)
             if counted and claim.attempt >= self.settings.max_attempts:
                 return self._fail(group, claim, error, started, outcome=TIMEOUT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from aws_cdk.assertions import Match
 from stack_under_test import HANDLERS, TUNED
 
 from s3wq import config
@@ -110,3 +111,54 @@ def test_up_to_ten_thousand_workers_may_be_allowed(synth):
     stack = synth({"maxWorkers": 10_000})
     assert stack.context["maxWorkers"] == 10_000
     assert "States.ArrayRange" not in str(stack.definition())
+
+
+GROUP_TIMEOUT = {"groupTimeoutSeconds": 120}
+
+
+def test_group_timeout_reaches_the_worker_alone(synth):
+    """groupTimeoutSeconds is the worker's: no other function runs a group."""
+    template = synth(GROUP_TIMEOUT).template
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Handler": HANDLERS["worker"], "Environment": {"Variables": Match.object_like({config.ENV_GROUP_TIMEOUT: "120.0"})}},
+    )
+    for kind in ("populate", "status"):
+        template.has_resource_properties(
+            "AWS::Lambda::Function",
+            {"Handler": HANDLERS[kind], "Environment": {"Variables": Match.object_like({config.ENV_GROUP_TIMEOUT: Match.absent()})}},
+        )
+
+
+def test_without_a_group_timeout_the_worker_gets_none(stack):
+    stack.template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Handler": HANDLERS["worker"], "Environment": {"Variables": Match.object_like({config.ENV_GROUP_TIMEOUT: Match.absent()})}},
+    )
+
+
+def test_the_stack_group_timeout_is_what_the_worker_reads(synth):
+    """One path from the setting to the worker: the variable the stack writes parses, in LambdaConfig, to the same number."""
+    environment = synth(GROUP_TIMEOUT).environment("worker")
+    assert config.LambdaConfig.from_env({**environment, config.ENV_WORKSPACE: "s3://a-bucket/s3wq"}).group_timeout == 120.0
+
+
+def deployable(environment: dict[str, str]) -> dict[str, str]:
+    """The variables as the functions get them: the state machine's ARN is a reference until deployed."""
+    return {**environment, config.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:s3wq"}
+
+
+@pytest.mark.parametrize("kind", ["worker", "populate"])
+def test_populate_and_worker_are_given_the_input_locations_they_may_read(synth, kind):
+    """The runtime refuses every input outside these (and the workspace bucket), whatever a manifest or the index names."""
+    stack = synth({"inputBuckets": "scans-in/2024,archive-in", "bucketName": "my-workspace"})
+    locations = config.LambdaConfig.from_env(deployable(stack.environment(kind))).input_locations
+    assert [str(location) for location in locations] == ["s3://scans-in/2024/", "s3://archive-in/"]
+
+
+@pytest.mark.parametrize("kind", ["worker", "populate"])
+def test_without_input_buckets_the_workspace_bucket_alone_is_allowed(synth, kind):
+    environment = synth({"bucketName": "my-workspace"}).environment(kind)
+    assert config.ENV_INPUT_LOCATIONS not in environment
+    policy = config.LambdaConfig.from_env(deployable(environment)).input_policy
+    assert [str(location) for location in policy.locations] == ["s3://my-workspace/"] and not policy.local

@@ -45,3 +45,26 @@ def test_an_input_prefix_that_contains_the_manifest_prefix_stops_the_synth(entry
 def test_an_input_prefix_beside_the_workspace_is_accepted(entry):
     context = {"bucketName": "shared-bucket", "workspacePrefix": "runs/s3wq", "inputBuckets": [entry]}
     assert DeploySettings.from_context(cdk.App(context=context)).input_buckets
+
+
+@pytest.mark.parametrize(
+    "context, problem",
+    [
+        ({"groupTimeoutSeconds": 0}, "groupTimeoutSeconds must be from 0.5 to 890"),
+        ({"groupTimeoutSeconds": "-5"}, "groupTimeoutSeconds must be from 0.5 to 890"),
+        ({"groupTimeoutSeconds": "nan"}, "groupTimeoutSeconds must be from 0.5 to 890"),
+        ({"groupTimeoutSeconds": "inf"}, "groupTimeoutSeconds must be from 0.5 to 890"),
+        ({"groupTimeoutSeconds": "ten"}, "'groupTimeoutSeconds'"),
+        # Longer than a run can last in the invocation: the worker's own deadline would always stop it first.
+        ({"groupTimeoutSeconds": 895}, "groupTimeoutSeconds must be from 0.5 to 890 \\(workerTimeoutSeconds 900"),
+        ({"groupTimeoutSeconds": 291, "workerTimeoutSeconds": 300}, "groupTimeoutSeconds must be from 0.5 to 290 \\(workerTimeoutSeconds 300"),
+    ],
+)
+def test_a_bad_group_timeout_stops_the_synth(context, problem):
+    with pytest.raises(ValueError, match=problem):
+        DeploySettings.from_context(cdk.App(context=context))
+
+
+@pytest.mark.parametrize("context, seconds", [({}, None), ({"groupTimeoutSeconds": "60"}, 60.0), ({"groupTimeoutSeconds": 890}, 890.0)])
+def test_a_group_timeout_within_the_worker_timeout_is_kept(context, seconds):
+    assert DeploySettings.from_context(cdk.App(context=context)).group_timeout_seconds == seconds

@@ -21,6 +21,7 @@ from s3wq.bodies import RELEASED, LockBody
 from s3wq.config import (
     ENV_AUTO_START,
     ENV_GROUP_SIZE,
+    ENV_GROUP_TIMEOUT,
     ENV_LEASE,
     ENV_MAX_ATTEMPTS,
     ENV_PROCESSOR,
@@ -373,6 +374,34 @@ def test_a_processor_that_raises_fails_its_group_and_the_invocation_still_return
     assert set(objects(s3_client, bucket, "ws/done_flags/")) == {f"ws/{layout.done_key(h)}" for h in hashes - {poison}}
 
 
+def test_the_stacks_group_timeout_stops_a_hung_group_on_each_attempt_and_the_worker_drains_the_rest(
+    lambda_env, s3_client, bucket, s3_backend, record_dir
+):
+    lambda_env(**{ENV_PROCESSOR: "hang_processors:hangs", ENV_GROUP_TIMEOUT: 1, ENV_MAX_ATTEMPTS: 2})
+    inputs = {f"inputs/doc-{n}.txt": b"text\n" for n in range(2)} | {"inputs/stuck.txt": b"HANG\n"}
+    for key, body in inputs.items():
+        s3_client.put_object(Bucket=bucket, Key=key, Body=body)
+    WorkIndex(s3_backend).populate([f"s3://{bucket}/{key}" for key in inputs], group_size=1)
+    stuck = next(g.hash for g in WorkIndex(s3_backend).iter_groups() if g.paths[0].endswith("stuck.txt"))
+
+    report = worker.handler({"worker_index": 0, "workers": 1}, LambdaContext(60))
+
+    assert (report["processed"], report["failed"], report["timed_out"], report["stopped_reason"]) == (2, 1, 2, "queue_empty")
+    assert recorded_calls(record_dir)[stuck] == 2
+    flag = json.loads(s3_backend.read(layout.failed_key(stuck)).body)
+    assert (flag["kind"], flag["attempts"]) == ("timeout", 2)
+
+
+def test_a_group_timeout_longer_than_the_invocation_has_left_is_cut_to_it(lambda_env, s3_client, bucket, s3_backend):
+    """The stack checks it against the function's timeout; an invocation's start-up takes a little of that."""
+    lambda_env(**{ENV_PROCESSOR: "text", ENV_GROUP_TIMEOUT: 890})
+    WorkIndex(s3_backend).populate(list(put_text_inputs(s3_client, bucket, 2)), group_size=1)
+
+    report = worker.handler({"worker_index": 0, "workers": 1}, LambdaContext(30))
+
+    assert (report["processed"], report["stopped_reason"]) == (2, "queue_empty")
+
+
 def test_a_worker_never_claims_a_group_it_cannot_finish_before_the_deadline(lambda_env, s3_client, bucket, s3_backend, record_dir):
     budget = 2.0
     lambda_env(**{ENV_PROCESSOR: "slow_processor:process", ENV_LEASE: 30})
@@ -439,7 +468,7 @@ def test_status_counts_each_state_of_the_queue(lambda_env, bucket, s3_backend):
 
     # The live lock's 900 s lease, in whole seconds, past S3's clock resolution.
     assert 895 <= result.pop("wait_seconds") <= 904
-    assert result == {"groups": 5, "paths": 9, "done": 1, "failed": 1, "locked": 1, "pending": 2, "remaining": 3, "finished": 2, "released": 0}
+    assert result == {"groups": 5, "paths": 9, "done": 1, "failed": 1, "locked": 1, "claimed_ahead": 0, "pending": 2, "remaining": 3, "finished": 2, "released": 0}
 
 
 def test_status_of_an_empty_workspace_is_all_zero(lambda_env):
@@ -449,6 +478,7 @@ def test_status_of_an_empty_workspace_is_all_zero(lambda_env):
         "done": 0,
         "failed": 0,
         "locked": 0,
+        "claimed_ahead": 0,
         "pending": 0,
         "remaining": 0,
         "finished": 0,

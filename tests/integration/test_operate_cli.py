@@ -29,7 +29,9 @@ from s3wq.claims import ClaimProtocol
 
 from .conftest import HELPERS_DIR
 
-STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "pending", "remaining", "finished", "released", "wait_seconds"}
+STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "claimed_ahead", "pending", "remaining", "finished", "released", "wait_seconds"}
+# What a poll of status --watch --json adds to the counts: the manifests the deployed populate rejected lines of.
+WATCH_KEYS = STATUS_KEYS | {"manifests_with_bad_lines", "manifest_errors"}
 FAILING_PROCESSOR = "operator_processors:fails_on_broken"
 BROKEN = b"BROKEN: the scanner jammed"
 MAX_ATTEMPTS = 2
@@ -363,9 +365,10 @@ def test_status_watch_json_prints_a_line_per_poll_until_a_running_worker_drains_
     assert watcher.returncode == 0, errors
     polls = [json.loads(line) for line in (first + rest).splitlines()]
     assert len(polls) >= 2
-    assert all(set(p) == STATUS_KEYS and p["groups"] == GROUPS for p in polls)
-    assert polls[0] == {"groups": GROUPS, "paths": GROUPS, "done": 0, "failed": 0, "locked": 0, "pending": GROUPS, "remaining": GROUPS, "finished": 0, "released": 0, "wait_seconds": 0}
-    assert polls[-1] == {"groups": GROUPS, "paths": GROUPS, "done": GROUPS, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": GROUPS + 0, "released": 0, "wait_seconds": 0}
+    assert all(set(p) == WATCH_KEYS and p["groups"] == GROUPS for p in polls)
+    no_problems = {"claimed_ahead": 0, "manifests_with_bad_lines": 0, "manifest_errors": []}
+    assert polls[0] == {"groups": GROUPS, "paths": GROUPS, "done": 0, "failed": 0, "locked": 0, "pending": GROUPS, "remaining": GROUPS, "finished": 0, "released": 0, "wait_seconds": 0, **no_problems}
+    assert polls[-1] == {"groups": GROUPS, "paths": GROUPS, "done": GROUPS, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": GROUPS + 0, "released": 0, "wait_seconds": 0, **no_problems}
     # Only the last poll found the queue drained: the watch ended there.
     assert all(p["remaining"] > 0 for p in polls[:-1])
     assert [p["done"] for p in polls] == sorted(p["done"] for p in polls)
@@ -376,8 +379,9 @@ def test_status_watch_exits_1_when_failed_groups_remain(finished_run):
 
     assert result.returncode == 1, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
-        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "released": 0, "wait_seconds": 0}
-    ]
+        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 5, "released": 0,
+         "wait_seconds": 0, "manifests_with_bad_lines": 0, "manifest_errors": []}
+    ]  # fmt: skip
 
 
 def test_status_watch_without_a_terminal_prints_plain_lines_ending_with_the_counts(finished_run):

@@ -55,7 +55,7 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(wo
     assert list(backend.list_keys("worker_locks/")) == [layout.lock_key(poison)]
     assert LockBody.decode(backend.read(layout.lock_key(poison)).body).state == "failed"
     assert recorded_calls(record_dir) == {**{h: 1 for h in hashes - {poison}}, poison: MAX_ATTEMPTS}
-    assert status(workspace) == {"groups": 6, "paths": 12, "done": 5, "failed": 1, "locked": 0, "pending": 0, "remaining": 0, "finished": 6, "released": 0, "wait_seconds": 0}
+    assert status(workspace) == {"groups": 6, "paths": 12, "done": 5, "failed": 1, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 6, "released": 0, "wait_seconds": 0}
 
     requeued = run_cli("requeue-failed", workspace, "--json")
 
@@ -66,7 +66,7 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(wo
     lock = LockBody.decode(backend.read(layout.lock_key(poison)).body)
     assert (lock.state, lock.outcome, lock.next_attempt) == ("released", "requeued", 1)
     assert list(backend.list_keys("done_flags/")) == sorted(f"done_flags/done_{h}.flag" for h in hashes - {poison})
-    assert status(workspace) == {"groups": 6, "paths": 12, "done": 5, "failed": 0, "locked": 0, "pending": 1, "remaining": 1, "finished": 5, "released": 1, "wait_seconds": 0}
+    assert status(workspace) == {"groups": 6, "paths": 12, "done": 5, "failed": 0, "locked": 0, "claimed_ahead": 0, "pending": 1, "remaining": 1, "finished": 5, "released": 1, "wait_seconds": 0}
 
     # Once its input is fixed, the requeued group is worked again and completes.
     rerun = run_cli("work", workspace, "--worker-id", "w1", "--json", "--processor", "recording_processor:record")
@@ -74,7 +74,7 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(wo
     assert rerun.returncode == 0, rerun.stderr
     assert list(backend.list_keys("done_flags/")) == sorted(f"done_flags/done_{h}.flag" for h in hashes)
     assert recorded_calls(record_dir)[poison] == MAX_ATTEMPTS + 1
-    assert status(workspace) == {"groups": 6, "paths": 12, "done": 6, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": 6, "released": 0, "wait_seconds": 0}
+    assert status(workspace) == {"groups": 6, "paths": 12, "done": 6, "failed": 0, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 6, "released": 0, "wait_seconds": 0}
 
 
 class AfterFirstLock:

@@ -88,6 +88,7 @@ def test_a_processor_that_raises_leaving_a_process_takes_the_process_with_its_ho
 def test_a_host_that_dies_while_its_forked_child_holds_the_pipe_is_reported_at_once(local_workspace, pid_file):
     host = ProcessorHost("host_processors:dies_leaving_a_forked_child", local_workspace)
     try:
+        host.start()  # timed below: the run, not the host's start-up (seconds, on a loaded machine)
         started = time.monotonic()
         end = run_to_end(host)
         seconds = time.monotonic() - started
@@ -95,7 +96,7 @@ def test_a_host_that_dies_while_its_forked_child_holds_the_pipe_is_reported_at_o
         host.close()
 
     assert isinstance(end, Raised) and "exited with code 3" in end.error
-    assert seconds < 5
+    assert seconds < 30, "reported only when the child that held the pipe exited (60 s)"
     [child] = pids(pid_file)
     assert gone(child)
 
@@ -104,6 +105,7 @@ def test_the_lease_the_host_last_heard_of_ends_the_processor_and_what_it_started
     # The worker here never stops the host: the host's own timer must.
     host = ProcessorHost("host_processors:hangs_with_a_process", local_workspace)
     try:
+        host.start()  # timed below: the run, not the host's start-up
         started = time.monotonic()
         end = run_to_end(host, lease_seconds=1.0)
         seconds = time.monotonic() - started
@@ -111,7 +113,9 @@ def test_the_lease_the_host_last_heard_of_ends_the_processor_and_what_it_started
         host.close()
 
     assert isinstance(end, Raised) and "lease it last heard of had run out" in end.error
-    assert seconds < 3
+    # The lease (1 s) and the host's grace: the kernel timer fires then, however busy the machine.
+    # Far above both, the bound only tells a host that stopped at the lease from one that did not.
+    assert seconds < 10
     [started_process] = pids(pid_file)
     assert gone(started_process)
 
@@ -139,8 +143,8 @@ def test_a_killed_worker_takes_its_host_and_everything_the_processor_started_wit
     worker.wait()
     killed = time.monotonic()
     [started_process] = pids(pid_file)
-    while (alive(host_pid) or alive(started_process)) and time.monotonic() - killed < 5:
+    # Both go with the worker, not when the processor's sleep (60 s) or the lease (600 s) ends.
+    while (alive(host_pid) or alive(started_process)) and time.monotonic() - killed < 15:
         time.sleep(0.05)
 
     assert not alive(host_pid) and not alive(started_process)
-    assert time.monotonic() - killed < 2

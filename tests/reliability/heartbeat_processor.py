@@ -5,6 +5,7 @@ Each call writes, in the directory named by ``S3WQ_TEST_MARK_DIR``::
     <hash>.<worker_id>.<attempt>.<call>.start   the time it started (ns)
     <hash>.<worker_id>.<attempt>.<call>.beat    the last time it was running, rewritten every BEAT_SECONDS
     <hash>.<worker_id>.<attempt>.<call>.end     the time it returned
+    <hash>.<worker_id>.<attempt>.<call>.deadline  ctx.deadline (ns): when the worker meant to stop the run
 
 A call that was stopped (killed) has no end: it ran until at most one beat
 after its last beat. Two calls on one group overlap if one started before
@@ -15,11 +16,16 @@ stopped); ``S3WQ_TEST_SECONDS_FOR`` (JSON, path substring -> seconds) gives
 some groups their own time. With ``S3WQ_TEST_ONLY_FIRST_CALL_SLOW`` set, only a group's first
 call takes that long, and later calls take ``QUICK_SECONDS``: the first call
 leaves a marker object in the workspace (a create that only one call can win).
+
+With ``S3WQ_TEST_RUN_UNTIL_FILE`` a call also returns as soon as that file
+exists: a test ties a run's length to events (other workers have come and
+gone), not to a guess of how long they take on a loaded machine.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -31,6 +37,7 @@ MARK_DIR_ENV = "S3WQ_TEST_MARK_DIR"
 SECONDS_ENV = "S3WQ_TEST_GROUP_SECONDS"
 SECONDS_FOR_ENV = "S3WQ_TEST_SECONDS_FOR"
 ONLY_FIRST_ENV = "S3WQ_TEST_ONLY_FIRST_CALL_SLOW"
+RUN_UNTIL_ENV = "S3WQ_TEST_RUN_UNTIL_FILE"
 BEAT_SECONDS = 0.02
 QUICK_SECONDS = 0.2
 BEAT_NS = int(BEAT_SECONDS * 1e9)
@@ -64,9 +71,12 @@ def process(group, ctx) -> None:
     # Seconds first: a worker killed once "start" exists must already have
     # claimed the first call's marker, or its taker would take the slow call.
     seconds = _seconds(group, ctx)
+    if math.isfinite(ctx.deadline):  # before "start": a reader that sees a run sees its deadline
+        _write(_mark(base, "deadline"), int(ctx.deadline * 1e9))
     _write(_mark(base, "start"), time.time_ns())
     until = time.monotonic() + seconds
-    while time.monotonic() < until:
+    release = os.environ.get(RUN_UNTIL_ENV)
+    while time.monotonic() < until and not (release and os.path.exists(release)):
         _write(_mark(base, "beat"), time.time_ns())
         time.sleep(BEAT_SECONDS)
     _write(_mark(base, "end"), time.time_ns())
@@ -81,6 +91,7 @@ class Run:
     start_ns: int
     beat_ns: int | None = None
     end_ns: int | None = None
+    deadline_ns: int | None = None  # when the worker meant to stop the run (its ctx.deadline)
 
     @property
     def running_until_ns(self) -> int:
@@ -109,7 +120,8 @@ def read_runs(directory: Path) -> list[Run]:
         else:
             marks.append((call, kind, ns))
     for call, kind, ns in marks:
-        setattr(runs[call], f"{kind}_ns", ns)
+        if call in runs:  # a deadline is written just before its start
+            setattr(runs[call], f"{kind}_ns", ns)
     return sorted(runs.values(), key=lambda r: r.start_ns)
 
 

@@ -158,3 +158,36 @@ def test_the_config_is_frozen():
         parsed.group_size = 1  # type: ignore[misc]
 
     assert parsed.group_size == config.DEFAULT_GROUP_SIZE
+
+
+@pytest.mark.parametrize("raw, seconds", [(None, None), ("", None), ("30", 30.0), ("0.5", 0.5), ("900", 900.0)])
+def test_the_group_timeout_is_read_from_its_variable(raw, seconds):
+    environ = {ENV_WORKSPACE: WORKSPACE} | ({} if raw is None else {config.ENV_GROUP_TIMEOUT: raw})
+    assert LambdaConfig.from_env(environ).group_timeout == seconds
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "0.1", "901", "nan", "inf", "1e999", "soon"])
+def test_a_bad_group_timeout_names_its_variable(raw):
+    with pytest.raises(ConfigError, match=config.ENV_GROUP_TIMEOUT):
+        LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, config.ENV_GROUP_TIMEOUT: raw})
+
+
+@pytest.mark.parametrize(
+    "settings, problem",
+    [
+        (dict(group_timeout=0.0), "group timeout must be a positive number"),
+        (dict(group_timeout=float("nan")), "group timeout must be a positive number"),
+        (dict(group_timeout=0.2), "group timeout must be at least 0.5 s"),
+        (dict(time_limit=60.0, group_timeout=60.0), "group timeout of 60 s is longer than any run can last: at most 57 s"),
+        (dict(time_limit=60.0, safety_margin=0.0, group_timeout=60.5), "at most 60 s"),
+    ],
+)
+def test_worker_settings_refuse_a_group_timeout_that_could_never_act(settings, problem):
+    with pytest.raises(ConfigError, match=problem):
+        config.WorkerSettings(**settings)
+
+
+def test_a_run_is_given_the_shorter_of_the_worker_time_and_the_group_timeout():
+    assert config.WorkerSettings(time_limit=60.0, group_timeout=5.0).run_budget(30.0) == 5.0
+    assert config.WorkerSettings(time_limit=60.0, group_timeout=5.0).run_budget(2.0) == 2.0
+    assert config.WorkerSettings(time_limit=60.0).run_budget(30.0) == 30.0

@@ -169,3 +169,59 @@ def test_plain_mode_stop_prints_nothing_more_when_the_last_state_was_printed(clo
     lines = plain_lines(stream)
     assert len(lines) == 2
     assert lines[-1].startswith(f"{PLAIN_INTERVAL_SECONDS:7.1f}s  done 3/3  ")
+
+
+# --- nothing finished lately: no ETA ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "finished", "quiet", "expected"),
+    [
+        (10.0, 0, 60.0, False),  # nothing ever finished: there is no ETA to blank
+        (10.0, 10, 5.0, False),  # a group a second, the last 5 s ago: under MIN_STALL_SECONDS
+        (10.0, 10, progress.MIN_STALL_SECONDS, True),
+        # A group every 100 s: quiet for 299 s is its usual pace, for 300 s (3x) it has stopped.
+        (1000.0, 10, 299.0, False),
+        (1000.0, 10, 300.0, True),
+    ],
+)
+def test_a_run_has_stalled_when_nothing_finished_for_three_times_its_pace(elapsed, finished, quiet, expected):
+    assert progress.stalled(elapsed, finished, quiet) is expected
+
+
+def test_eta_is_blank_once_nothing_has_finished_lately(clock):
+    """Ten groups in ten seconds, then nothing moves: the ETA is a number while groups finish, then no number at all."""
+    stream = io.StringIO()
+    display = RunProgress(stream=stream)
+    for done in range(11):  # one group a second, for 10 s
+        display.update(status(groups=20, done=done, locked=1))
+        clock.now += 1.0
+    clock.now -= 1.0
+    assert re.search(r"ETA \d+s$", plain_lines(stream)[-1]), plain_lines(stream)
+    # Nothing finishes from here on; a poll every PLAIN_INTERVAL_SECONDS for a minute.
+    etas = []
+    for _ in range(int(60 / PLAIN_INTERVAL_SECONDS)):
+        clock.now += PLAIN_INTERVAL_SECONDS
+        display.update(status(groups=20, done=10, locked=1))
+        etas.append(plain_lines(stream)[-1].rsplit("ETA ", 1)[-1])
+    quiet = [PLAIN_INTERVAL_SECONDS * (i + 1) for i in range(len(etas))]
+    threshold = max(progress.MIN_STALL_SECONDS, progress.STALL_FACTOR * 1.0)
+    assert all(re.fullmatch(r"\d+s", eta) for eta, q in zip(etas, quiet) if q < threshold), etas
+    assert all(eta == "?" for eta, q in zip(etas, quiet) if q >= threshold), etas
+    # When groups finish again, so does the ETA come back.
+    clock.now += PLAIN_INTERVAL_SECONDS
+    display.update(status(groups=20, done=12, locked=1))
+    assert re.search(r"ETA \d+s$", plain_lines(stream)[-1])
+
+
+def test_terminal_display_blanks_the_eta_of_a_stalled_run(clock):
+    console = recording_console()
+    with RunProgress(console=console) as display:
+        display.update(status(groups=10, done=0))
+        clock.now += 5
+        display.update(status(groups=10, done=5, locked=1))
+        clock.now += 5 + progress.MIN_STALL_SECONDS * 10
+        display.update(status(groups=10, done=5, locked=1))
+
+    final = console.export_text().rstrip("\n").rsplit("groups ", 1)[-1]
+    assert "pending 4" in final and "ETA ?" in final, final

@@ -13,7 +13,7 @@ from support import run_cli
 
 from s3wq import layout
 from s3wq.backends import LocalBackend
-from s3wq.errors import BadManifestLine, BadSource
+from s3wq.errors import BadManifestLines, BadSource
 from s3wq.index import WorkIndex
 from s3wq.sources import SourceExpander
 
@@ -81,7 +81,7 @@ def test_manifest_yields_sources_skipping_comments_and_blank_lines(tmp_path, inp
 
 BAD_LINES = {
     "ftp://x/y": "unsupported scheme",
-    "s3://": "invalid bucket",
+    "s3://": "no bucket",
     "s3://bucket": "no object key",
     "s3://bucket/": "no object key",
     "s3://Bad_Bucket/key": "invalid bucket",
@@ -96,12 +96,13 @@ def test_strict_manifest_names_the_bad_line(tmp_path, bad, suffix, newline, monk
     monkeypatch.chdir(tmp_path)
     manifest = write_manifest(tmp_path, ["# header", "", "s3://bucket/ok.pdf", bad, "s3://bucket/after.pdf"], suffix=suffix, newline=newline)
 
-    with pytest.raises(BadManifestLine) as caught:
+    with pytest.raises(BadManifestLines) as caught:
         SourceExpander(check=False).expand([f"@{manifest}"], strict=True)
 
-    assert (caught.value.manifest, caught.value.line_number) == (manifest, 4)
-    assert BAD_LINES[bad] in caught.value.reason
-    assert f"{manifest}:4:" in str(caught.value)
+    [line] = caught.value.bad_lines
+    assert (line.manifest, line.line_number) == (manifest, 4)
+    assert BAD_LINES[bad] in line.reason
+    assert str(caught.value) == str(line) and f"{manifest}:4:" in str(caught.value)
 
 
 def test_lenient_manifest_collects_bad_lines_and_keeps_the_rest(tmp_path, monkeypatch):
@@ -153,7 +154,7 @@ def cli(tmp_path: Path, *args: str):
     return run_cli(*args, cwd=tmp_path)
 
 
-STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "pending", "remaining", "finished", "released", "wait_seconds"}
+STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "claimed_ahead", "pending", "remaining", "finished", "released", "wait_seconds"}
 PROBLEM_KEYS = {"input_error_groups", "manifests_with_bad_lines", "manifest_errors"}
 WORK_KEYS = {"worker_id", "processed", "failed", "conflicts", "reclaimed", "stopped_reason"}
 
@@ -167,7 +168,7 @@ def test_cli_populate_status_work(tmp_path, inputs, local_workspace):
     assert status.returncode == 0, status.stderr
     doc = json.loads(status.stdout)
     assert set(doc) == STATUS_KEYS | PROBLEM_KEYS
-    assert {k: doc[k] for k in STATUS_KEYS} == {"groups": 2, "paths": 4, "done": 0, "failed": 0, "locked": 0, "pending": 2, "remaining": 2, "finished": 0, "released": 0, "wait_seconds": 0}
+    assert {k: doc[k] for k in STATUS_KEYS} == {"groups": 2, "paths": 4, "done": 0, "failed": 0, "locked": 0, "claimed_ahead": 0, "pending": 2, "remaining": 2, "finished": 0, "released": 0, "wait_seconds": 0}
     assert {k: doc[k] for k in PROBLEM_KEYS} == {"input_error_groups": 0, "manifests_with_bad_lines": 0, "manifest_errors": []}
 
     work = cli(tmp_path, "work", local_workspace, "--json", "--time-limit", "60", "--worker-id", "cli-worker", "--processor", "text")
@@ -194,11 +195,12 @@ def busy_workspace(tmp_path, inputs, local_workspace) -> str:
 
 
 def write_bad_manifest(tmp_path: Path) -> str:
-    return "@" + write_manifest(tmp_path, ["# header", "s3://bucket/ok.pdf", "ftp://x/y"])
+    # The good line a local file: every line is checked before the error, and there is no S3 here to ask.
+    return "@" + write_manifest(tmp_path, ["# header", "in/a.txt", "ftp://x/y"])
 
 
 BAD_INVOCATIONS = {
-    "unknown-scheme-workspace": (["populate", "gs://bucket/ws", "{input}"], "unknown workspace scheme 'gs'"),
+    "unknown-scheme-workspace": (["populate", "gs://bucket/ws", "{input}"], "unsupported scheme 'gs'"),
     "manifest-with-bad-line": (["populate", "{ws}", "{bad_manifest}"], "manifest.txt:3: unsupported scheme 'ftp'"),
     "nonexistent-source": (["populate", "{ws}", "no-such-file.pdf"], "no such file or directory: 'no-such-file.pdf'"),
     "group-size-zero": (["populate", "{ws}", "{input}", "--group-size", "0"], "--group-size: must be at least 1"),
@@ -210,6 +212,7 @@ BAD_INVOCATIONS = {
     "group-size-not-a-number": (["populate", "{ws}", "{input}", "--group-size", "ten"], "--group-size: must be a whole number, got 'ten'"),
     "worker-index-negative": (["work", "{ws}", "--worker-index", "-1", "--workers", "2"], "--worker-index: must be 0 or more, got -1"),
     "port-out-of-range": (["local", "up", "--port", "99999"], "--port: must be a TCP port, 1 to 65535, got 99999"),
+    "keep-logs-in-a-file": (["local", "up", "--keep-logs", "{input}"], "a.txt: is a file, not a folder"),
 }
 
 

@@ -228,7 +228,8 @@ def test_flags_for_hashes_outside_the_index_are_counted_but_never_past_the_group
     status = queue_status(local_backend)
 
     assert without_wait(status) == {
-        "groups": 1, "paths": 1, "done": 1, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": 1, "released": 0,
+        "groups": 1, "paths": 1, "done": 1, "failed": 0, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 1,
+        "released": 0,
     }  # fmt: skip
     assert status["wait_seconds"] == 0
 

@@ -76,7 +76,7 @@ def test_a_group_fails_after_its_attempts_with_the_kind_of_failure_recorded(loca
     # The lock stays, marked failed, so that no worker starts the group over.
     assert LockBody.decode(local_backend.read(layout.lock_key(group.hash)).body).state == FAILED
     assert queue_status(local_backend) == {
-        "groups": 1, "paths": 2, "done": 0, "failed": 1, "locked": 0, "pending": 0, "remaining": 0, "finished": 1, "released": 0, "wait_seconds": 0
+        "groups": 1, "paths": 2, "done": 0, "failed": 1, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 1, "released": 0, "wait_seconds": 0
     }
 
 
@@ -193,14 +193,17 @@ def test_the_next_group_is_claimed_at_once_behind_a_first_run_and_just_in_time_b
 def test_a_claim_made_ahead_that_outlived_its_lease_behind_a_long_run_is_renewed_and_run(local_backend):
     groups = populated(local_backend, 2, 1)
     processor = Recorder()
-    first_run_seconds = 2.5  # the next group, claimed at once behind it, is past its 1 s lease by the end
+    # The next group, claimed at once behind the first run, is past its 3 s lease by the end. (The run
+    # keeps its own lease by renewing every second; a shorter lease leaves a loaded machine too little
+    # time for a renewal, and a run in this process that outlives its lease ends the process.)
+    lease, first_run_seconds = 3, 3.5
 
     def slow_first(group, ctx):
         if not processor.calls:
             time.sleep(first_run_seconds)
         processor(group, ctx)
 
-    report = Worker(local_backend, slow_first, WorkerSettings(time_limit=LONG, lease=1), worker_id="w1").run()
+    report = Worker(local_backend, slow_first, WorkerSettings(time_limit=LONG, lease=lease), worker_id="w1").run()
 
     assert (report.processed, report.lost_locks, report.stopped_reason) == (len(groups), 0, "queue_empty")
     assert report.renewals >= 2  # the long run's own lease, kept

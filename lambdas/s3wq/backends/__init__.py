@@ -23,6 +23,7 @@ __all__ = [
     "parse_s3_uri",
     "make_s3_client",
     "request_counts",
+    "uri_mistake",
 ]
 
 # The S3 bucket naming rules (general purpose buckets), checked before any
@@ -36,10 +37,68 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
     if parts.scheme != "s3":
         raise BadWorkspace(f"not an S3 URI: {uri!r}")
     bucket = parts.netloc
+    if not bucket:
+        raise BadWorkspace(f"no bucket in {uri!r} (expected s3://bucket/...)")
     if not _BUCKET_RE.match(bucket):
         raise BadWorkspace(f"invalid bucket name {bucket!r} in {uri!r}")
     key = uri[len("s3://") + len(bucket) :].lstrip("/")
     return bucket, key
+
+
+# What other tools call S3 (Hadoop's s3a and s3n; "S3" in capitals, which
+# the AWS CLI does not take either): suggested as s3://.
+_S3_SCHEMES = re.compile(r"s3[an]?", re.IGNORECASE)
+# "s3:" with one slash, none, or backslashes (a Windows habit), and "s3//"
+# without its colon. "s3/x" is left alone: a folder named s3.
+_MISTYPED_S3 = re.compile(r"(s3[an]?)(?::+[/\\]*|[/\\]{2,}|\\+)(.*)", re.IGNORECASE | re.DOTALL)
+# Another scheme with "://" mistyped ("gs:/b", "https:\\h"); one letter is a Windows drive ("C:\\data").
+_MISTYPED_URI = re.compile(r"([a-z][a-z0-9+.-]+):[/\\].*", re.IGNORECASE | re.DOTALL)
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*", re.IGNORECASE)
+# An S3 object's https:// address: virtual-hosted (bucket.s3.region.amazonaws.com/key) or path style (s3.region.amazonaws.com/bucket/key).
+_S3_URL_HOST = re.compile(r"(?:(?P<bucket>[a-z0-9][a-z0-9.-]*)\.)?s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com(?:\.cn)?", re.IGNORECASE)
+
+
+def _as_s3_uri(rest: str) -> str:
+    rest = rest.replace("\\", "/").lstrip("/")
+    return f"s3://{rest}" if rest else "s3://BUCKET/..."
+
+
+def uri_mistake(text: str) -> str | None:
+    """Why ``text``, named as a workspace or a source, looks like a mistyped or unsupported URI; None if it does not.
+
+    Every ``scheme://`` but ``s3://`` is one, and so is something that is
+    nearly ``s3://`` (``s3:/x``, ``s3:x``, ``s3//x``, ``s3:\\x``, ``S3://x``,
+    ``s3a://x``): taken as a local path it would make a folder named ``s3:``
+    and look like success. The reason suggests the URI meant, when there is
+    one. A local path that starts like that is named with ``./`` in front.
+    """
+    if "://" in text:
+        scheme, rest = text.split("://", 1)
+        if scheme == "s3":
+            return None  # parse_s3_uri judges the bucket and key
+        if _S3_SCHEMES.fullmatch(scheme.rstrip(":")):
+            return f"not an s3:// URI: did you mean {_as_s3_uri(rest)}?"
+        if scheme.lower() in ("http", "https"):
+            host, _, path = rest.partition("/")
+            s3_host = _S3_URL_HOST.fullmatch(host)
+            if s3_host:
+                suggested = f"{s3_host['bucket']}/{path}" if s3_host["bucket"] else path
+                return f"an {scheme.lower()}:// URL, and s3wq reads s3:// URIs: did you mean {_as_s3_uri(suggested)}?"
+        if scheme.lower() == "file":
+            return f"unsupported scheme 'file' (s3wq reads s3:// URIs and local paths: name the path itself, {rest or '/'})"
+        if _SCHEME.fullmatch(scheme):
+            return f"unsupported scheme {scheme!r} (s3wq reads s3:// URIs and local paths)"
+        return "'://' after something that is not a scheme (s3wq reads s3:// URIs and local paths)"
+    mistyped = _MISTYPED_S3.fullmatch(text)
+    if mistyped:
+        return f"looks like a mistyped S3 URI: did you mean {_as_s3_uri(mistyped[2])}? (a local path that starts so: ./{text})"
+    mistyped = _MISTYPED_URI.fullmatch(text)
+    if mistyped:
+        return (
+            f"looks like a {mistyped[1]}:// URI with its '//' mistyped; s3wq reads s3:// URIs and local paths "
+            f"(a local path that starts so: ./{text})"
+        )
+    return None
 
 
 # Connections a client from make_s3_client keeps open: code that runs
@@ -103,14 +162,16 @@ def open_backend(uri: str, *, s3_client: Any = None) -> Backend:
     """Return the backend for a workspace URI; raise BadWorkspace for an unknown scheme."""
     if not uri:
         raise BadWorkspace("workspace is empty")
+    if uri.startswith("file://"):
+        # A local directory, said unambiguously.
+        return LocalBackend(urlsplit(uri).path)
+    mistake = uri_mistake(uri)
+    if mistake:
+        # Before anything is created: a mistyped s3:// would otherwise become a local folder.
+        raise BadWorkspace(f"workspace {uri!r}: {mistake}")
     if "://" not in uri:
         return LocalBackend(uri)
-    scheme = uri.split("://", 1)[0].lower()
-    if scheme == "s3":
-        bucket, prefix = parse_s3_uri(uri)
-        if ".." in prefix.split("/"):
-            raise BadWorkspace(f"workspace prefix may not contain '..': {uri!r}")
-        return S3Backend(s3_client=s3_client or make_s3_client(), bucket=bucket, prefix=prefix)
-    if scheme == "file":
-        return LocalBackend(urlsplit(uri).path)
-    raise BadWorkspace(f"unknown workspace scheme {scheme!r} in {uri!r} (use s3://bucket/prefix or a local directory)")
+    bucket, prefix = parse_s3_uri(uri)
+    if ".." in prefix.split("/"):
+        raise BadWorkspace(f"workspace prefix may not contain '..': {uri!r}")
+    return S3Backend(s3_client=s3_client or make_s3_client(), bucket=bucket, prefix=prefix)

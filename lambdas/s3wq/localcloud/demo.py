@@ -13,11 +13,15 @@ import json
 import signal
 import sys
 import time
-from typing import Any
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
 
 from ..backends import S3Backend
 from ..execution import follow_execution
 from ..samples import make_pdf, sample_text
+from ..stopping import STOP_SIGNALS
+from ..wording import plural
 from .cloud import LocalCloud
 
 MANIFEST_NAME = "demo run, part 1.txt"  # a space and a comma: S3 sends the key URL-encoded
@@ -45,10 +49,81 @@ def _wait_for_execution(sfn: Any, state_machine_arn: str, timeout: float) -> str
     raise RuntimeError("populate did not start an execution; see the populate log")
 
 
-def run_demo(*, workers: int, inputs: int, group_size: int, processor: str, as_json: bool, extra_pythonpath: tuple[str, ...] = ()) -> int:
+class Stopped(BaseException):
+    """A stop signal arrived (a BaseException, as KeyboardInterrupt is: no ``except Exception`` on the way may take it for an error)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class StopSignals:
+    """SIGINT (Ctrl-C), SIGTERM (a service manager) and SIGHUP (the terminal closed) all stop the local cloud the same way.
+
+    The first one raises :class:`Stopped` wherever the program is, and the
+    ``with`` blocks it leaves stop the server and remove its folder. Later
+    ones are ignored: they would cut that cleanup short, and leave the server
+    running or its folder behind.
+    """
+
+    def __enter__(self) -> "StopSignals":
+        self._previous = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
+        return self
+
+    def _stop(self, signum: int, frame: Any) -> None:
+        self.ignore()
+        raise Stopped(signum)
+
+    def ignore(self) -> None:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+    @contextmanager
+    def ignored_on_leaving(self) -> Iterator[None]:
+        """Entered after the local cloud: whatever way the block ends, no signal interrupts the cloud's cleanup that follows."""
+        try:
+            yield
+        finally:
+            self.ignore()
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def logs_fate(cloud: LocalCloud) -> str:
+    if cloud.keeps_logs:
+        return f"the Lambdas' logs are kept in {cloud.log_dir}"
+    return f"the Lambdas' logs were in {cloud.log_dir}, removed with the local cloud (--keep-logs keeps them)"
+
+
+def run_demo(
+    *,
+    workers: int,
+    inputs: int,
+    group_size: int,
+    processor: str,
+    as_json: bool,
+    extra_pythonpath: tuple[str, ...] = (),
+    log_dir: Path | None = None,
+    keep_logs: bool = False,
+) -> int:
+    cloud = LocalCloud(extra_pythonpath=extra_pythonpath, log_dir=log_dir, keep_logs=keep_logs)
+    with StopSignals() as signals:
+        try:
+            return _demo(cloud, signals, workers=workers, inputs=inputs, group_size=group_size, processor=processor, as_json=as_json)
+        except Stopped as stop:
+            print(f"s3wq: stopped by {stop}", file=sys.stderr)
+            return 128 + stop.signum
+        finally:
+            # --json: stdout holds the one summary object.
+            print(logs_fate(cloud), file=sys.stderr if as_json else sys.stdout, flush=True)
+
+
+def _demo(cloud: LocalCloud, signals: StopSignals, *, workers: int, inputs: int, group_size: int, processor: str, as_json: bool) -> int:
     say = (lambda *a: None) if as_json else (lambda *a: print(*a, flush=True))
     started = time.monotonic()
-    with LocalCloud(extra_pythonpath=extra_pythonpath) as cloud:
+    with cloud, signals.ignored_on_leaving():
         say(f"local cloud (S3, Lambda, IAM, Step Functions) on {cloud.endpoint}")
         stack = cloud.deploy({"defaultWorkers": workers, "groupSize": group_size, "processor": processor, "maxWorkers": max(workers, 1)})
         say(f"deployed the synthesized stack: {stack.outputs['StateMachineArn'].rsplit(':', 1)[-1]}, bucket {stack.bucket}")
@@ -57,10 +132,10 @@ def run_demo(*, workers: int, inputs: int, group_size: int, processor: str, as_j
         manifest_key = f"{stack.outputs['ManifestPrefix'].split('/', 3)[3]}{MANIFEST_NAME}"
         manifest = f"# demo manifest: one source per line\ns3://{stack.bucket}/inputs/*.txt\ns3://{stack.bucket}/inputs/*.pdf\n"
         s3.put_object(Bucket=stack.bucket, Key=manifest_key, Body=manifest.encode())
-        say(f"uploaded {inputs} inputs and s3://{stack.bucket}/{manifest_key}; the upload event triggers populate")
+        say(f"uploaded {plural(inputs, 'input')} and s3://{stack.bucket}/{manifest_key}; the upload event triggers populate")
 
         execution_arn = _wait_for_execution(sfn, stack.state_machine_arn, timeout=60)
-        say(f"populate started execution {execution_arn.rsplit(':', 1)[-1]} with {workers} workers")
+        say(f"populate started execution {execution_arn.rsplit(':', 1)[-1]} with {plural(workers, 'worker')}")
         bucket, prefix = stack.workspace.removeprefix("s3://").split("/", 1)
         backend = S3Backend(s3_client=s3, bucket=bucket, prefix=prefix)
         run_started = time.monotonic()
@@ -117,12 +192,12 @@ def _print_summary(summary: dict, ok: bool) -> None:
     table = Table(title="s3wq local demo", show_header=False)
     for label, value in [
         ("execution", f"{summary['execution_status']}" + (f" ({summary['error']})" if summary["error"] else "")),
-        ("groups", f"{status['groups']} ({status['paths']} inputs)"),
+        ("groups", f"{status['groups']} ({plural(status['paths'], 'input')})"),
         ("done / failed / remaining", f"{status['done']} / {status['failed']} / {status['remaining']}"),
         ("rounds", str(summary["execution_output"].get("rounds", "?"))),
         ("workers (Map items) / invocations", f"{summary['workers']} / {summary['worker_invocations']}"),
         ("run time", f"{summary['run_seconds']:.1f} s ({summary['groups_per_second']} groups/s); {summary['total_seconds']:.1f} s in all"),
-        ("results", f"{summary['results']} objects under {summary['results_prefix']}"),
+        ("results", f"{plural(summary['results'], 'object')} under {summary['results_prefix']}"),
     ]:
         table.add_row(label, value)
     console.print(table)
@@ -134,27 +209,58 @@ def _print_summary(summary: dict, ok: bool) -> None:
     console.print("The local cloud is gone with the demo; `s3wq local up` keeps one running.")
 
 
-def run_up(*, port: int | None, workers: int, group_size: int, processor: str, extra_pythonpath: tuple[str, ...] = ()) -> int:
-    # A service manager stops with SIGTERM: leave through the context manager,
-    # which stops the server process too.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with LocalCloud(port=port, keep_logs=True, extra_pythonpath=extra_pythonpath) as cloud:
-        stack = cloud.deploy({"defaultWorkers": workers, "groupSize": group_size, "processor": processor})
-        print(f"local cloud on {cloud.endpoint}, logs in {cloud.log_dir}")
-        for name, value in stack.outputs.items():
-            print(f"  {name:<16} {value}")
-        print("\nDrive it from another shell:")
-        for key, value in cloud.env().items():
-            print(f"  export {key}={value}")
-        print(f"  aws s3 cp my-manifest.txt {stack.outputs['ManifestPrefix']}my-manifest.txt")
-        # Populate runs when the upload's event arrives: wait for its index rather than count an empty workspace.
-        print(f"  s3wq status {stack.workspace} --watch --wait-for-index")
-        print(f"  s3wq start --stack {stack.stack_name} --workers {workers} --wait")
-        print("Ctrl-C stops it.", flush=True)
+def run_up(
+    *,
+    port: int | None,
+    workers: int,
+    group_size: int,
+    processor: str,
+    extra_pythonpath: tuple[str, ...] = (),
+    log_dir: Path | None = None,
+    keep_logs: bool = False,
+) -> int:
+    """Keep the local cloud running until a stop signal (exit 0) or until its server dies (exit 1); say where the logs are either way."""
+    cloud = LocalCloud(port=port, log_dir=log_dir, keep_logs=keep_logs, extra_pythonpath=extra_pythonpath)
+    with StopSignals() as signals:
         try:
-            while cloud.process and cloud.process.poll() is None:
-                time.sleep(1)
-        except KeyboardInterrupt:
-            print("stopping")
-        print(f"the Lambdas' logs are kept in {cloud.log_dir}", flush=True)
-        return 0
+            with cloud, signals.ignored_on_leaving():
+                try:
+                    _serve(cloud, workers=workers, group_size=group_size, processor=processor)
+                except Stopped as stop:
+                    print(f"stopping ({stop})", flush=True)
+                    return 0
+                assert cloud.process is not None
+                print(f"s3wq: error: the local cloud's server exited with code {cloud.process.returncode}; the end of its log:", file=sys.stderr)
+                print(_tail(cloud.log_dir / "server.log"), file=sys.stderr, flush=True)
+                return 1
+        except Stopped as stop:  # before it answered
+            print(f"stopping ({stop})", flush=True)
+            return 0
+        finally:
+            print(logs_fate(cloud), flush=True)
+
+
+def _serve(cloud: LocalCloud, *, workers: int, group_size: int, processor: str) -> None:
+    """Deploy, print how to drive it, and return when the server is gone."""
+    stack = cloud.deploy({"defaultWorkers": workers, "groupSize": group_size, "processor": processor})
+    kept = "" if cloud.keeps_logs else " (removed when it stops; --keep-logs keeps them)"
+    print(f"local cloud on {cloud.endpoint}, logs in {cloud.log_dir}{kept}")
+    for name, value in stack.outputs.items():
+        print(f"  {name:<16} {value}")
+    print("\nDrive it from another shell:")
+    for key, value in cloud.env().items():
+        print(f"  export {key}={value}")
+    print(f"  aws s3 cp my-manifest.txt {stack.outputs['ManifestPrefix']}my-manifest.txt")
+    # Populate runs when the upload's event arrives: wait for its index rather than count an empty workspace.
+    print(f"  s3wq status {stack.workspace} --watch --wait-for-index")
+    print(f"  s3wq start --stack {stack.stack_name} --workers {workers} --wait")
+    print("Ctrl-C stops it.", flush=True)
+    while cloud.process is not None and cloud.process.poll() is None:
+        time.sleep(0.5)
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return f"({path} was not written)"

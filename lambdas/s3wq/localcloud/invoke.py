@@ -1,4 +1,4 @@
-"""Child side of a local Lambda invocation: ``python -m s3wq.localcloud.invoke HANDLER TIMEOUT RESULT_FILE``.
+"""Child side of a local Lambda invocation: ``python -m s3wq.localcloud.invoke HANDLER TIMEOUT RESULT_FILE SERVER_PID``.
 
 Reads the event (JSON) on stdin, calls the handler with a Lambda-like
 context, and writes ``{"result": ...}`` or ``{"error": {errorType,
@@ -8,9 +8,11 @@ function's log, as in Lambda.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -35,8 +37,26 @@ class LambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_the_server(server_pid: int) -> None:
+    """End this invocation when the server that started it is gone, however it went.
+
+    Only the server times an invocation out: one that outlived it would run
+    on, up to 900 s, with nothing to end it. On Linux the kernel sends the
+    signal when the server's thread that started (and waits on) this process
+    ends.
+    """
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != server_pid:  # it was gone before the kernel could be asked
+        os._exit(1)
+
+
 def main() -> None:
     handler_path, timeout, result_file = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+    die_with_the_server(int(sys.argv[4]))
     event = json.loads(sys.stdin.read() or "{}")
     try:
         module_name, function_name = handler_path.rsplit(".", 1)

@@ -45,7 +45,7 @@ class Outcome:
 
 
 class LambdaRunner:
-    def __init__(self, *, endpoint: str, lambdas_dir: Path, log_dir: Path, extra_pythonpath: tuple[str, ...] = ()):
+    def __init__(self, *, endpoint: str, lambdas_dir: Path, log_dir: Path, extra_pythonpath: tuple[str, ...] = (), scratch_dir: Path | None = None):
         self.endpoint = endpoint
         self.lambdas_dir = lambdas_dir
         # Where a processor outside lambdas/ can be found (tests); a deployed
@@ -53,6 +53,12 @@ class LambdaRunner:
         self.extra_pythonpath = extra_pythonpath
         self.log_dir = log_dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # Each invocation's working folder, under the cloud's own folder when
+        # it has one: the cloud removes that even when this server is killed
+        # before an invocation could remove its own.
+        self.scratch_dir = scratch_dir
+        if scratch_dir is not None:
+            scratch_dir.mkdir(parents=True, exist_ok=True)
         self.invocations = 0
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(int(os.environ.get(CONCURRENCY_ENV) or DEFAULT_CONCURRENCY))
@@ -87,13 +93,13 @@ class LambdaRunner:
             self.invocations += 1
             number = self.invocations
         log_path = self.log_dir / f"{invocation.function_name}.log"
-        with tempfile.TemporaryDirectory(prefix="s3wq-invoke-") as scratch:
+        with tempfile.TemporaryDirectory(prefix="s3wq-invoke-", dir=self.scratch_dir) as scratch:
             result_file = Path(scratch) / "result.json"
             with open(log_path, "ab") as log:
                 log.write(f"--- invocation {number} ---\n".encode())
                 log.flush()
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "s3wq.localcloud.invoke", invocation.handler, str(invocation.timeout), str(result_file)],
+                    [sys.executable, "-m", "s3wq.localcloud.invoke", invocation.handler, str(invocation.timeout), str(result_file), str(os.getpid())],
                     stdin=subprocess.PIPE,
                     stdout=log,
                     stderr=log,
