@@ -76,10 +76,11 @@ class RunProgress:
         rate, eta = rate_and_eta(status, elapsed, self.finished_at_start)
         if eta and stalled(elapsed, finished - self.finished_at_start, now - self._last_finish):
             eta = None
-        eta_text = "?" if eta is None else f"{eta:.0f}s"
+        # No estimate (no rate yet, or nothing finished lately) is no ETA at all: a "?" or a guess reads as progress.
+        eta_text = "" if eta is None else f"  ETA {eta:.0f}s"
         ahead = f" ({status['claimed_ahead']} claimed ahead)" if status.get("claimed_ahead") else ""
         detail = (
-            f"failed {status['failed']}  locked {status['locked']}{ahead}  pending {status['pending']}  {rate:.1f} groups/s  ETA {eta_text}"
+            f"failed {status['failed']}  locked {status['locked']}{ahead}  pending {status['pending']}  {rate:.1f} groups/s{eta_text}"
         )
         if self._progress is not None:
             self._progress.update(self._task, total=status["groups"] or None, completed=status["done"] + status["failed"], detail=detail)

@@ -449,7 +449,7 @@ def test_a_fresh_olmocr_lock_written_during_a_slow_takeover_is_not_run_over(
 
 
 def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(
-    s3_server, s3_workspace, s3_backend, child_env, mark_dir, tmp_path, monkeypatch
+    s3_server, s3_workspace, s3_backend, child_env, mark_dir, tmp_path
 ):
     """A group longer than an invocation among 0.8 s ones, on worker Lambdas with one attempt per group.
 
@@ -472,11 +472,6 @@ def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(
     WorkIndex(s3_backend).populate(paths, 1)
     long_hash = layout.group_hash([long_path])
     timeout = 8.0
-    # The local runner times an invocation from the start of its process, while the handler's clock (as
-    # Lambda's, after the init) starts once s3wq is imported: on a loaded machine that import outlasts the
-    # runner's allowance, and an invocation is killed with time left by its own clock. Allow for it here;
-    # that each run ends before its own deadline is asserted below, from the runs' records.
-    monkeypatch.setattr("s3wq.localcloud.runner._START_ALLOWANCE_SECONDS", 20.0)
     runner = LambdaRunner(endpoint=s3_server.endpoint, lambdas_dir=REPO / "lambdas", log_dir=tmp_path / "lambda", extra_pythonpath=(str(TESTS_DIR),))
     worker = Invocation(
         function_name="worker",

@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..local_s3 import FAKE_CREDENTIALS
 
-# Python's start plus a handler's imports, before Lambda's clock would start.
-_START_ALLOWANCE_SECONDS = 0.5
+# Lambda times an invocation from the end of its init (Python's start and
+# the handler module's imports), and ends an init that takes longer than 10 s.
+# The child says when its init is done; its clock and this process's kill
+# both start then, so a handler is never killed while its own context says it
+# has time left. The local limit is more generous than Lambda's: here dozens
+# of inits share a couple of cores.
+INIT_LIMIT_SECONDS = 60.0
 # Invocations run at once, at most; the rest wait for a slot (where Lambda
 # would throttle them and Step Functions retry). A process each: a thousand
 # at once would not fit in this machine's memory.
@@ -98,21 +105,27 @@ class LambdaRunner:
             with open(log_path, "ab") as log:
                 log.write(f"--- invocation {number} ---\n".encode())
                 log.flush()
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "s3wq.localcloud.invoke", invocation.handler, str(invocation.timeout), str(result_file), str(os.getpid())],
-                    stdin=subprocess.PIPE,
-                    stdout=log,
-                    stderr=log,
-                    env=self._environment(invocation),
-                    cwd=scratch,
-                )
+                ready_read, ready_write = os.pipe()
                 try:
-                    proc.communicate(event, timeout=invocation.timeout + _START_ALLOWANCE_SECONDS)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-                    log.write(f"Task timed out after {invocation.timeout:.2f} seconds\n".encode())
-                    error = {"errorType": "Sandbox.Timedout", "errorMessage": f"Task timed out after {invocation.timeout:.2f} seconds"}
+                    proc = subprocess.Popen(
+                        [
+                            sys.executable, "-m", "s3wq.localcloud.invoke", invocation.handler, str(invocation.timeout),
+                            str(result_file), str(os.getpid()), str(ready_write),
+                        ],
+                        stdin=subprocess.PIPE,
+                        stdout=log,
+                        stderr=log,
+                        env=self._environment(invocation),
+                        cwd=scratch,
+                        pass_fds=(ready_write,),
+                    )
+                finally:
+                    os.close(ready_write)
+                with os.fdopen(ready_read, "rb") as ready:
+                    timed_out = _run(proc, event, ready, invocation.timeout)
+                if timed_out:
+                    log.write(f"{timed_out}\n".encode())
+                    error = {"errorType": "Sandbox.Timedout", "errorMessage": timed_out}
                     return Outcome(json.dumps(error).encode(), True)
             if not result_file.exists():
                 error = {"errorType": "Runtime.ExitError", "errorMessage": f"RequestId: {number} Error: Runtime exited with code {proc.returncode}"}
@@ -125,3 +138,32 @@ class LambdaRunner:
     def invoke_async(self, invocation: Invocation, event: bytes) -> None:
         """As Lambda's Event invocation type: accepted now, run in the background."""
         threading.Thread(target=self.invoke, args=(invocation, event), daemon=True, name=f"async-{invocation.function_name}").start()
+
+
+def _run(proc: subprocess.Popen, event: bytes, ready: Any, timeout: float) -> str | None:
+    """Feed ``event`` to the invocation and wait for it: None when it ended, else why it was killed.
+
+    The timeout runs from when the child reports its init done (a byte on
+    ``ready``); a child that exits before that (an import error) is not timed.
+    """
+    try:
+        proc.stdin.write(event)
+        proc.stdin.close()
+    except BrokenPipeError:  # it ended before reading the event: its exit code says how
+        pass
+    readable, _, _ = select.select([ready], [], [], INIT_LIMIT_SECONDS)
+    if not readable:
+        _kill(proc)
+        return f"Init timed out after {INIT_LIMIT_SECONDS:.2f} seconds"
+    ready.read(1)  # b"" (EOF) when the child ended without reporting: nothing to time
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        return f"Task timed out after {timeout:.2f} seconds"
+    return None
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    proc.kill()
+    proc.wait()
