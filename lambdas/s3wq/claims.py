@@ -59,8 +59,9 @@ FOREIGN_TAKEOVER_WINDOW_SECONDS = 1.0
 # olmocr checks a lock and writes its own in one step after the other; a
 # write of that kind racing our takeover lands within this long of ours.
 FOREIGN_RECHECK_SECONDS = 2.0
-# A run "had the worker's full time" when it started with at least this share
-# of the most the worker can give any run. Only such a run counts as an
+# A run "had the worker's full time" when it was claimed with at least this
+# share of the most the worker can give any run (its time at its first claim,
+# so that its first claim always has it). Only such a run counts as an
 # attempt when it is stopped at its deadline; see enough_time.
 FULL_SHARE = 0.95
 # After losing a takeover race we do not know the winner's lease yet: look again soon.
@@ -125,7 +126,11 @@ def enough_time(needs_seconds: float | None, budget: float | None, full_budget: 
     and one that fits no worker fails after its attempts rather than waiting
     forever for a worker that may never come. (Workers' full times differ by
     their start-up, so "the group had more than this worker could give" is
-    not a safe reason to leave it.)
+    not a safe reason to leave it.) The worker passes ``budget`` equal to
+    ``full_budget`` on its first claim (``Worker.full_budget`` is set there),
+    so a worker's first claim always passes, and a run of it stopped at its
+    deadline always counts: however slow each start-up, a hung group fails
+    after ``max_attempts`` first claims.
     """
     if needs_seconds is None or budget is None:
         return True

@@ -13,11 +13,17 @@ How a run ends, and what it costs the group:
   allows, else handed back with its count; failed after the last attempt;
 * it is stopped at the worker's deadline, or at its group timeout: handed
   back with how long it ran, so that only a worker with enough time takes it
-  next; the run counts as an attempt only if it had the worker's full run
-  budget -- its full time, cut to the group timeout (see ``claims.enough_time``).
-  The worker comes back to it after its walk, if it still has that time;
+  next; the run counts as an attempt only if it had (nearly) the worker's
+  full run budget -- its time at its first claim, cut to the group timeout
+  (see ``claims.enough_time``); a worker's first claim always has it;
 * it is stopped by SIGINT or SIGTERM: handed back, no attempt used;
-* the lock was lost or the lease could not be renewed: stopped, nothing written.
+* the lock was lost or the lease could not be renewed: stopped, nothing
+  written but the hand-back of a lease that lapsed unclaimed.
+
+Whatever the reason, a group handed back unfinished is not dropped: the
+worker comes back to it after its walk, under the same rules as any claim
+(enough time, attempts, the retry's pause), and it reports ``queue_empty``
+only when nothing is pending that it could take.
 """
 
 from __future__ import annotations
@@ -57,6 +63,10 @@ log = logging.getLogger("s3wq")
 LISTING_GROUPS_PER_PAGE = 50
 # How a run that ends with the group settled for good ends.
 _FINISHED = ("done", "failed")
+# How a claim or a run ends that leaves nothing for this worker to come back to.
+# Any other end (handed back at a timeout, a lost lease, out of time for a
+# retry's pause) leaves the group pending: the worker revisits it before it stops.
+_SETTLED = (*_FINISHED, "already_finished", "not_enough_time")
 _LIST_PAGE = 1000
 # Claims ahead are timed from this many recent runs and claims, with this much to spare.
 _RECENT = 5
@@ -161,7 +171,10 @@ class _Walk:
     next_segment: int = 0
     view: _SegmentView | None = None
     ahead: deque = field(default_factory=deque)
+    # Groups to come back to after the walk: held by others, or handed back by this worker unfinished.
     waiting: dict[str, Group] = field(default_factory=dict)
+    # Groups left because this worker had too little time for them (its time only shrinks).
+    short: dict[str, Group] = field(default_factory=dict)
 
     @property
     def first(self) -> int:
@@ -309,11 +322,17 @@ class Worker:
         # A group that returned, whose done flag and release wait for the next run to overlap.
         self._deferred: Callable[[], None] | None = None
         self._ahead_pool: ThreadPoolExecutor | None = None
-        # The most this worker can give one run: what it has left once ready
-        # to claim (set in run). Its start-up -- the processor host, the index
-        # -- is not time a group could have had.
-        self.full_budget = self._budget()
+        # The most this worker can give one run: what it has left at its first
+        # claim (set in _claim_group). Its start-up -- the processor host, the
+        # probe, the index, however slow a loaded machine makes them -- is not
+        # time a group could have had; None until then.
+        self.full_budget: float | None = None
+        # The run budget each claim of the main walk or the drain was made with, by owner token (see _run_group).
+        self._claimed_with: dict[str, float] = {}
+        # When the locks of groups found held go stale, by group; only for groups last found held by others.
         self._stale_at: dict[str, float] = {}
+        # When a group handed back for a retry's pause may be tried again.
+        self._retry_at: dict[str, float] = {}
         self._breaker = _Breaker(settings.breaker_groups)
 
     # --- time ---------------------------------------------------------------------------------------------
@@ -331,9 +350,10 @@ class Worker:
         """The most this worker can give any one run: its full budget, cut to the group timeout.
 
         A group's claims and its timeouts are judged against this (``enough_time``, ``timeout_counts``):
-        a run stopped at its group timeout had all a run of this worker can have, so it counts.
+        a run stopped at its group timeout had all a run of this worker can have, so it counts. Before
+        the first claim, whatever the worker has now is the most it will ever have.
         """
-        return self.settings.run_budget(self.full_budget)
+        return self.settings.run_budget(self._budget() if self.full_budget is None else self.full_budget)
 
     def has_time(self, reserve: float = 0.0) -> bool:
         return self._budget() - reserve >= max(self.longest_group_seconds, MIN_RUN_SECONDS)
@@ -375,15 +395,17 @@ class Worker:
         refs = self.index.segment_refs()
         if not refs and self.require_index:
             raise NoIndex(self.backend.uri)
-        self.full_budget = self._budget()
         walk = _Walk(refs, total_groups=sum(r.groups or 0 for r in refs), spot=self.position * len(refs))
         claimed = self._next_claim(walk)
         while claimed is not None:
             group, claim = claimed
             outcome, ahead = self._attempt(group, claim, prefetch=functools.partial(self._claim_ahead, walk, claim))
-            if outcome == "timed_out":
-                # Handed back with its needs_seconds: this worker comes back to
-                # it once its walk is over, if nobody else has taken it by then
+            if outcome == "not_enough_time":
+                walk.short[group.hash] = group
+            elif outcome not in _SETTLED:
+                # Handed back unfinished (a timeout, a lost lease, no time for
+                # a retry's pause) or taken from us: this worker comes back to
+                # it once its walk is over, if nobody has finished it by then
                 # and it still has the time (see _drain_waiting).
                 walk.waiting[group.hash] = group
             if ahead is not None and (outcome not in _FINISHED or self._breaker.tripped):
@@ -398,7 +420,7 @@ class Worker:
             self._ahead_pool.shutdown()
             self._ahead_pool = None
         if not (self.stop is not None and self.stop.requested) and self.report.stopped_reason != "time_limit" and not self._breaker.tripped:
-            self._drain_waiting(walk.waiting)
+            self._drain_waiting(walk)
         if self.stop is not None and self.stop.requested:
             self.report.stopped_reason = "interrupted"
         elif self._breaker.tripped:
@@ -451,6 +473,8 @@ class Worker:
                 return None
             if isinstance(outcome, Held):
                 walk.waiting[group.hash] = group
+            elif outcome == "not_enough_time":
+                walk.short[group.hash] = group
             elif outcome == "already_finished" and view.listed:
                 # Our listing is out of date: peers have been finishing
                 # groups here. One LIST now saves a lock round trip for
@@ -523,20 +547,27 @@ class Worker:
                 found.add(hash_)
         return found
 
-    def _drain_waiting(self, waiting: dict[str, Group]) -> None:
-        """Come back to groups others held: they may finish, release or go stale.
+    def _drain_waiting(self, walk: _Walk) -> None:
+        """Come back to the groups the walk left pending: held by others, or handed back by this worker unfinished.
 
-        Sleep until the soonest lock goes stale by the store's clock (or a
-        backoff poll, to notice holders that finish), never in a busy loop.
-        Stop early when every remaining lock will still be live at our
-        deadline: waiting for it would only burn the invocation's time, and
-        the next Map round picks up whatever its holder leaves behind.
+        Others' groups may finish, be released or go stale; this worker's own
+        (a timeout, a lost lease, a retry's pause) are claimed again under the
+        same rules as any claim -- enough time (``enough_time``), the attempts
+        left, the retry's pause. Sleep until the soonest lock goes stale by the
+        store's clock or the soonest pause ends (or a backoff poll, to notice
+        holders that finish), never in a busy loop. Stop early when nothing
+        left can be started before our deadline: waiting would only burn the
+        invocation's time, and the next Map round picks up whatever is left.
+        The stop reason says what is left; ``queue_empty`` only when nothing
+        is that this worker could take.
         """
+        waiting = walk.waiting
         pause = 0.2
         while waiting:
-            soonest = min(self._stale_at.get(h, 0.0) for h in waiting) - clock.now()
+            soonest = min(self._revisit_at(h) for h in waiting) - clock.now()
             if self._budget() - max(0.0, soonest) < max(self.longest_group_seconds, MIN_RUN_SECONDS):
-                self.report.stopped_reason = "locked_by_others"
+                # Some of what is left is held by live workers, or all of it is ours to retry and there is no time.
+                self.report.stopped_reason = "locked_by_others" if any(h in self._stale_at for h in waiting) else "time_limit"
                 return
             self._sleep(max(0.0, min(pause, soonest)))
             # Back off, but not past a group's length: the held groups are
@@ -547,20 +578,33 @@ class Worker:
             for hash_, group in list(waiting.items()):
                 if self._stopping():
                     return
+                if self._retry_at.get(hash_, 0.0) > clock.now():
+                    continue  # its retry's pause is not over
                 # A HEAD is cheaper than a lock round trip, and most held
                 # groups are simply finished by their holder.
                 if self.protocol.is_done(hash_):
                     del waiting[hash_]
                     continue
                 outcome = self._work_on(group, checked_failed=False)
-                # Stopped at its group timeout again, with attempts left: once more,
-                # after the others. A run that had this worker's full run budget
-                # counts, so the group ends failed rather than looping; one that
-                # had less leaves too little for the next (NotEnoughTime), and the
-                # group is left to a worker with more.
-                if not isinstance(outcome, Held) and outcome != "timed_out":
+                # Held, or handed back again (stopped at its group timeout with
+                # attempts left, a lease lost again): once more, after the
+                # others. A timed-out run that had this worker's full run
+                # budget counts, so the group ends failed rather than looping;
+                # one that had less leaves too little for the next
+                # (not_enough_time), and the group is left to a worker with more.
+                if outcome == "not_enough_time":
+                    walk.short[hash_] = group
+                if not isinstance(outcome, Held) and outcome in _SETTLED:
                     del waiting[hash_]
-        self.report.stopped_reason = "queue_empty"
+        self.report.stopped_reason = "not_enough_time" if self._still_pending(walk.short) else "queue_empty"
+
+    def _revisit_at(self, hash_: str) -> float:
+        """The soonest moment a claim of a waiting group can succeed: its lock stale, its retry's pause over."""
+        return max(self._stale_at.get(hash_, 0.0), self._retry_at.get(hash_, 0.0))
+
+    def _still_pending(self, groups: dict[str, Group]) -> bool:
+        """Whether any of ``groups`` (left for want of time) is still neither done nor failed."""
+        return any(not self.protocol.is_done(h) and not self.protocol.is_failed(h) for h in groups)
 
     def _work_on(self, group: Group, *, checked_failed: bool) -> str | Held:
         """Claim one group and run it, then and there (the drain phase: no claim ahead)."""
@@ -578,7 +622,16 @@ class Worker:
         # ahead is made while the host runs a group: it is up.)
         if not host_in_use and not self.runner.prepare():
             return "interrupted"
-        claimed = self.protocol.claim(group.hash, budget=self._run_budget(reserve), full_budget=self.full_run_budget, behind=behind)
+        available = self._budget() - reserve
+        if self.full_budget is None:
+            # The first claim: what this worker has now is the most it will
+            # ever give a run (time only shrinks), so this claim is "full",
+            # however long the start-up before it took.
+            self.full_budget = available
+        budget = self.settings.run_budget(available)
+        claimed = self.protocol.claim(group.hash, budget=budget, full_budget=self.full_run_budget, behind=behind)
+        if not isinstance(claimed, Held):
+            self._stale_at.pop(group.hash, None)
         if isinstance(claimed, Finished):
             self._count("already_finished", 1)
             return "already_finished"
@@ -602,6 +655,9 @@ class Worker:
             self._count("already_finished", 1)
             self._release(claimed)
             return "already_finished"
+        if behind is None:
+            # What the run is judged by, once it starts (see _run_group).
+            self._claimed_with[claimed.owner] = budget
         return claimed
 
     def _release(self, claim: Claim) -> None:
@@ -733,8 +789,16 @@ class Worker:
         return "done" if ours else "already_finished"
 
     def _run_group(self, group: Group, claim: Claim, ahead: "_Ahead | None") -> str:
-        """Run the group until it is done, failed or given up here; which of them (see _FINISHED)."""
+        """Run the group until it is done, failed or given up here; which of them (see _FINISHED, _SETTLED)."""
         started = clock.now()
+        # A claim of the main walk or the drain is judged (enough_time,
+        # timeout_counts) by the budget it was made with: its own round trips,
+        # and the is-done check after it, are not time another group had, and
+        # on a loaded machine they can take more than FULL_SHARE leaves -- a
+        # worker's first claim would not be "full". A claim made ahead waits
+        # for the run in front, which is time another group had: it is judged
+        # by what is left when its own run starts.
+        claimed_with = self._claimed_with.pop(claim.owner, None)
         while True:
             if claim.attempt > self.settings.max_attempts:
                 # Taken over from a holder that vanished on the last allowed attempt.
@@ -749,11 +813,12 @@ class Worker:
             budget = self.settings.run_budget(available)
             # Whether the group timeout, not the worker's deadline, ends this run if it goes on.
             group_limited = budget < available
-            if not enough_time(claim.body.needs_seconds, budget, self.full_run_budget):
+            judged = budget if claimed_with is None else max(budget, claimed_with)
+            if not enough_time(claim.body.needs_seconds, judged, self.full_run_budget):
                 # Claimed ahead, and the run before took what this group needs.
                 self._count("not_enough_time", 1)
                 self._hand_back(claim, TIMEOUT, counted=False, error=claim.body.error)
-                return "released"
+                return "not_enough_time"
             self.observer.group_started(group, claim)
             # Durations in awake time (time.monotonic stops while the machine
             # sleeps): a laptop that slept through a run did not need longer.
@@ -803,7 +868,7 @@ class Worker:
                 self._recent_run_seconds.append(ran)
                 return self._complete(group, claim, keeper.state, started, defer_release=ahead is not None, end=end)
             if isinstance(end, Stopped):
-                return self._stopped(group, claim, end, ran, started, budget=budget, group_limited=group_limited)
+                return self._stopped(group, claim, end, ran, started, budget=judged, group_limited=group_limited)
             assert isinstance(end, Raised)
             self.longest_group_seconds = max(self.longest_group_seconds, ran)
             log.warning("group %s attempt %d failed: %s%s", group.hash, claim.attempt, end.error, f" (at {end.frame})" if end.frame else "")
@@ -824,8 +889,10 @@ class Worker:
             backoff = self.settings.backoff_before(claim.attempt + 1)
             if not self.has_time(backoff):
                 # Out of time: hand the group back with its count so that
-                # another worker can retry it without waiting for staleness.
+                # another worker can retry it without waiting for staleness
+                # (this one only after the pause, if it has the time then).
                 self._hand_back(claim, ERROR, counted=True, error=end.error)
+                self._retry_at[group.hash] = clock.now() + backoff
                 self.observer.group_finished(group, claim, "released", clock.now() - started)
                 return "released"
             # The lock stays ours while we wait: its lease was renewed up to the
@@ -836,7 +903,8 @@ class Worker:
                 self._hand_back(claim, ERROR, counted=True, error=end.error)
                 self.observer.group_finished(group, claim, "interrupted", clock.now() - started)
                 return "interrupted"
-            next_claim = self.protocol.next_attempt(claim, end.error, budget=self._run_budget())
+            claimed_with = self._run_budget()
+            next_claim = self.protocol.next_attempt(claim, end.error, budget=claimed_with)
             if next_claim is None:
                 self._count("lost_locks", 1)
                 return "lost"

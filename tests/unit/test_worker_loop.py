@@ -139,11 +139,13 @@ def test_a_worker_leaves_a_group_that_needs_more_time_than_it_has_left(local_bac
     # 27 s left, and the group needs twice its 20 s (or 95 % of a fresh worker's 57 s): not here.
     # (Claimed ahead while the first group ran, it is handed back as it was: released, uncounted, needs 20 s.)
     assert (report.processed, report.not_enough_time) == (1, 1)
+    # The group is still pending, and this worker could not take it: the queue is not empty, and it says why it stopped.
+    assert report.stopped_reason == "not_enough_time"
     lock, earlier = LockBody.decode(local_backend.read(layout.lock_key(timed_out.hash)).body), LockBody.decode(before)
     assert (lock.state, lock.outcome, lock.counted, lock.attempt, lock.needs_seconds) == (earlier.state, TIMEOUT, False, earlier.attempt, 20)
     # A fresh worker takes it.
     report = Worker(local_backend, Recorder(), WorkerSettings(time_limit=60), worker_id="w2").run()
-    assert report.processed == 1
+    assert (report.processed, report.stopped_reason) == (1, "queue_empty")
 
 
 def test_a_stop_requested_before_the_first_claim_claims_nothing(local_backend):
