@@ -9,7 +9,6 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from s3wq import config as s3wq_config
-from s3wq import inputs as s3wq_inputs
 
 from .settings import DeploySettings
 
@@ -35,10 +34,6 @@ class QueueFunctions(Construct):
             "POWERTOOLS_METRICS_NAMESPACE": "s3wq",
             "POWERTOOLS_TRACE_DISABLED": "false" if settings.tracing else "true",
         }
-        # What populate may index and the worker may read besides the workspace bucket (unset: that bucket
-        # alone); the runtime refuses anything else, a local path first, whatever a manifest or the index names.
-        locations = tuple(s3wq_inputs.InputLocation(location.bucket, location.prefix) for location in settings.input_buckets)
-        inputs = {s3wq_config.ENV_INPUT_LOCATIONS: s3wq_inputs.format_locations(locations)} if locations else {}
         self.worker = self._function(
             "Worker",
             handler="handlers.worker.handler",
@@ -49,7 +44,6 @@ class QueueFunctions(Construct):
             # invocation has certainly ended.
             environment={
                 **common,
-                **inputs,
                 s3wq_config.ENV_LEASE: str(settings.worker_timeout_seconds),
                 # The worker's alone: no other function runs a group. Unset: no group timeout.
                 **({} if settings.group_timeout_seconds is None else {s3wq_config.ENV_GROUP_TIMEOUT: str(settings.group_timeout_seconds)}),
@@ -64,7 +58,6 @@ class QueueFunctions(Construct):
             memory=settings.populate_memory_mb,
             environment={
                 **common,
-                **inputs,
                 s3wq_config.ENV_GROUP_SIZE: str(settings.group_size),
                 s3wq_config.ENV_CHECK_INPUTS: "true" if settings.check_inputs else "false",
                 s3wq_config.ENV_WORKERS: str(settings.default_workers),

@@ -10,6 +10,7 @@ from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
 
 from s3wq import config as s3wq_config
+from s3wq import inputs as s3wq_inputs
 from s3wq import layout
 
 from .bundling import lambda_code
@@ -49,6 +50,10 @@ class S3wqStack(Stack):
             alarm_topic_arn=settings.alarm_topic_arn,
         )
 
+        # One list for both: the roles may read inputs exactly where the runtime's policy allows them, no wider.
+        locations = s3wq_inputs.format_locations(self._inputs())
+        for function in (self.functions.worker, self.functions.populate):
+            function.add_environment(s3wq_config.ENV_INPUT_LOCATIONS, locations)
         self._grant_worker()
         self._grant_populate()
         self._grant_status()
@@ -75,9 +80,19 @@ class S3wqStack(Stack):
     # --- grants: each function gets its own actions on its own prefixes ---------------------------
 
     def _inputs(self) -> tuple[InputLocation, ...]:
+        """Where populate and the worker read inputs: what the roles are granted and S3WQ_INPUT_LOCATIONS names.
+
+        ``inputBuckets`` when set. Otherwise a bucket the stack created is the
+        stack's own, the whole of it; an existing bucket (``bucketName``) may
+        hold other data, so only the workspace's ``inputs/`` folder, as the
+        runtime reads when told no place (inputs.default_locations).
+        """
         if self.settings.input_buckets:
             return self.settings.input_buckets
-        return (InputLocation(self.storage.bucket.bucket_name, ""),)
+        if self.storage.created:
+            return (InputLocation(self.storage.bucket.bucket_name, ""),)
+        defaults = s3wq_inputs.default_locations(self.storage.workspace_uri)
+        return tuple(InputLocation(location.bucket, location.prefix) for location in defaults)
 
     def _read_inputs(self, role: iam.IGrantable, *, list_objects: bool) -> None:
         for location in self._inputs():

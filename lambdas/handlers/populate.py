@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -24,7 +25,7 @@ from botocore.exceptions import ClientError
 from s3wq import layout
 from s3wq.errors import BadInput, BadSource, StorageError
 from s3wq.index import WorkIndex
-from s3wq.sources import SourceExpander
+from s3wq.sources import MAX_BAD_LINES_KEPT, SourceExpander, deployed_limits
 
 from .runtime import Runtime, logger, metrics, runtime, tracer
 
@@ -66,13 +67,25 @@ def start_workers(rt: Runtime, name: str) -> dict:
     return {"execution_arn": response["executionArn"], "execution_started": True}
 
 
-# A manifest's error record lists this many bad lines at most (all are counted).
-MAX_BAD_LINES_RECORDED = 1000
+# A manifest's error record lists this many bad lines at most (all are counted): as many as expanding keeps.
+MAX_BAD_LINES_RECORDED = MAX_BAD_LINES_KEPT
+# The share of the invocation's remaining time that expanding a manifest may take; the rest is for
+# indexing what it found and writing the record. Past it populate stops with a reason (line 0)
+# instead of being killed at its timeout with nothing recorded (and retried twice by S3).
+EXPAND_SHARE_OF_REMAINING_TIME = 0.7
 
 
-def record_manifest_errors(rt: Runtime, manifest_name: str, manifest_uri: str, bad_lines: list[dict]) -> str | None:
+def expand_deadline(context: Any) -> float:
+    """The time.monotonic() by which expanding must be done, from the Lambda context's remaining time."""
+    return time.monotonic() + EXPAND_SHARE_OF_REMAINING_TIME * context.get_remaining_time_in_millis() / 1000
+
+
+def record_manifest_errors(
+    rt: Runtime, manifest_name: str, manifest_uri: str, bad_lines: list[dict], count: int | None = None
+) -> str | None:
     """Write the manifest's bad lines to ``manifest_errors/<name>.json`` (where ``s3wq status`` finds them); its URI.
 
+    ``count``: how many bad lines in all, when ``bad_lines`` holds only the first of them.
     A manifest with none clears the record of an earlier upload under the same name.
     """
     try:
@@ -83,17 +96,30 @@ def record_manifest_errors(rt: Runtime, manifest_name: str, manifest_uri: str, b
     if not bad_lines:
         rt.backend.delete(key)
         return None
-    doc = {"manifest": manifest_uri, "bad_line_count": len(bad_lines), "bad_lines": bad_lines[:MAX_BAD_LINES_RECORDED]}
+    count = len(bad_lines) if count is None else count
+    doc = {"manifest": manifest_uri, "bad_line_count": count, "bad_lines": bad_lines[:MAX_BAD_LINES_RECORDED]}
     rt.backend.write(key, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
     return f"{rt.backend.uri.rstrip('/')}/{key}"
 
 
-def populate_sources(rt: Runtime, sources: list[str], group_size: int) -> dict:
+def populate_sources(rt: Runtime, sources: list[str], group_size: int, *, deadline: float | None = None) -> dict:
+    """Index ``sources`` (all-or-nothing past a limit: ExpansionLimitReached, a BadSource, and nothing indexed).
+
+    ``deadline``: the time.monotonic() by which expanding must be done (expand_deadline).
+    """
     # The deployment's input policy: S3 only, in the workspace bucket and inputBuckets; a manifest
     # line naming a local path or another bucket is a bad line, and nothing it names is looked at.
-    expansion = SourceExpander(rt.s3, check=rt.config.check_inputs, policy=rt.config.input_policy).expand(sources, strict=False)
+    # A glob over the workspace bucket never matches the workspace's own keys.
+    expander = SourceExpander(
+        rt.s3,
+        check=rt.config.check_inputs,
+        policy=rt.config.input_policy,
+        exclude_s3=rt.workspace_bucket_and_prefix,
+        limits=deployed_limits(deadline),
+    )
+    expansion = expander.expand(sources, strict=False)
     bad_lines = [{"manifest": b.manifest, "line": b.line_number, "reason": b.reason} for b in expansion.bad_lines]
-    for bad in bad_lines[:MAX_BAD_LINES_RECORDED]:
+    for bad in bad_lines:
         logger.warning("bad manifest line", extra=bad)
     result = WorkIndex(rt.backend).populate(expansion.paths, group_size) if expansion.paths else None
     return {
@@ -101,10 +127,11 @@ def populate_sources(rt: Runtime, sources: list[str], group_size: int) -> dict:
         "added_groups": result.added_groups if result else 0,
         "already_indexed": result.already_indexed if result else 0,
         "bad_lines": bad_lines,
+        "bad_line_count": expansion.bad_line_count,
     }
 
 
-def _manifest_record(rt: Runtime, record: Any) -> dict:
+def _manifest_record(rt: Runtime, record: Any, context: Any) -> dict:
     bucket = record.s3.bucket.name
     # S3 URL-encodes keys in events ("+" for a space); Powertools' record
     # accessor hands the key over as sent.
@@ -118,7 +145,7 @@ def _manifest_record(rt: Runtime, record: Any) -> dict:
     if workspace is None or bucket != workspace[0] or not key.startswith(manifests_prefix) or key.endswith("/"):
         return {"manifest": uri, "ignored": f"not under s3://{workspace[0] if workspace else '?'}/{manifests_prefix}"}
     try:
-        outcome = populate_sources(rt, [f"@{uri}"], rt.config.group_size)
+        outcome = populate_sources(rt, [f"@{uri}"], rt.config.group_size, deadline=expand_deadline(context))
     except BadSource as exc:
         # e.g. the manifest was deleted before we read it: report, do not retry forever
         logger.error("manifest unreadable", extra={"manifest": uri, "error": str(exc)})
@@ -126,7 +153,7 @@ def _manifest_record(rt: Runtime, record: Any) -> dict:
         return {"manifest": uri, "error": str(exc)}
     # Before the execution starts: `s3wq status` shows these from the first poll.
     try:
-        errors_uri = record_manifest_errors(rt, key[len(manifests_prefix):], uri, outcome["bad_lines"])
+        errors_uri = record_manifest_errors(rt, key[len(manifests_prefix):], uri, outcome["bad_lines"], outcome["bad_line_count"])
     except StorageError as exc:
         # The lines are in this log; the paths indexed must still be run.
         logger.error("bad manifest lines not recorded", extra={"manifest": uri, "error": str(exc)})
@@ -175,7 +202,7 @@ def handler(event: Any, context: Any) -> dict:
         logger.info("ignoring s3:TestEvent")
         return {"ignored": "s3:TestEvent"}
     if "Records" in event:
-        return {"manifests": [_manifest_record(rt, record) for record in S3Event({"Records": s3_records(event)}).records]}
+        return {"manifests": [_manifest_record(rt, record, context) for record in S3Event({"Records": s3_records(event)}).records]}
     if "sources" in event:
         sources = event["sources"]
         if not isinstance(sources, list) or not sources or not all(isinstance(s, str) for s in sources):
@@ -183,7 +210,7 @@ def handler(event: Any, context: Any) -> dict:
         group_size = event.get("group_size", rt.config.group_size)
         if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 1:
             raise BadInput(f"'group_size' must be a positive integer, got {group_size!r}")
-        outcome = populate_sources(rt, sources, group_size)
+        outcome = populate_sources(rt, sources, group_size, deadline=expand_deadline(context))
         name = "sources-" + hashlib.sha1(json.dumps(sorted(sources)).encode("utf-8")).hexdigest()
         return {**outcome, **start_workers(rt, name)} if outcome["added_paths"] else {**outcome, "execution_arn": None, "execution_started": False}
     raise BadInput(f"unrecognised populate event (keys: {sorted(event)[:5]}); expected S3 event Records or 'sources'")

@@ -34,7 +34,7 @@ from .config import (
     RETRY_BACKOFF_SECONDS,
     WorkerSettings,
 )
-from .errors import BadInput, BadSource, NothingIndexed, S3wqError
+from .errors import BadInput, BadSource, ConfigError, NothingIndexed, S3wqError
 from .execution import DEFAULT_STACK_NAME, concurrency_warning, find_stack, follow_execution, start_execution, workspace_backend
 from .index import WorkIndex
 from .operations import (
@@ -56,7 +56,7 @@ from .processors import BUILTIN_PROCESSORS, importable_from_current_directory, l
 from .progress import RunProgress
 from .runners import HostRunner
 from .sandbox import ProcessorHost
-from .inputs import ANYTHING, InputPolicy
+from .inputs import ANYTHING, InputLocation, InputPolicy, parse_locations
 from .sources import SourceExpander
 from .status import queue_status
 from .stopping import GracefulStop
@@ -74,8 +74,24 @@ def _backend(uri: str):
     return backend
 
 
+def _printable(value: object) -> str:
+    """``value`` as text with every character a terminal would act on escaped (``\\x1b``, ``\\x9b``, ``\\n``).
+
+    Paths, errors, worker ids and tracebacks come from the workspace, which
+    anyone who may write an index, a manifest or a record fills: none of
+    their escape sequences may reach the screen. JSON needs none of this
+    (json.dumps escapes control characters itself), so --json stays exact.
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
+
+
+def _printable_lines(text: str) -> str:
+    """``text``'s lines, each made printable: the newlines between them are the command's own."""
+    return "\n".join(_printable(line) for line in text.split("\n"))
+
+
 def _emit(args: argparse.Namespace, doc: dict, human: Callable[[dict], str]) -> None:
-    print(json.dumps(doc, ensure_ascii=False) if args.json else human(doc))
+    print(json.dumps(doc, ensure_ascii=False) if args.json else _printable_lines(human(doc)))
 
 
 def _with_requests(backend, doc: dict) -> dict:
@@ -84,13 +100,26 @@ def _with_requests(backend, doc: dict) -> dict:
     return doc
 
 
+def _input_policy(args: argparse.Namespace, backend) -> InputPolicy:
+    """What populate may index and a worker of this command line may read.
+
+    On S3 the workers may be Lambdas, which read no local file, and the index
+    is shared with whoever may write the workspace: local inputs only when
+    asked for, and only the buckets of --input-locations when it is given
+    (without it, any bucket this machine's credentials may read). A local
+    workspace is the user's own: anything their shell can name.
+    """
+    if isinstance(backend, S3Backend):
+        return InputPolicy.s3_workspace(allow_local=args.allow_local_inputs, locations=args.input_locations)
+    return ANYTHING if args.input_locations is None else InputPolicy(locations=args.input_locations)
+
+
 def cmd_populate(args: argparse.Namespace) -> int:
     backend = _backend(args.workspace)
     s3_client = backend.s3 if isinstance(backend, S3Backend) else None
     # A local workspace inside a folder being indexed must not index its own files.
     exclude = None if isinstance(backend, S3Backend) else backend.uri
-    # On S3 the workers may be Lambdas, which read no local file: local inputs only when asked for.
-    policy = InputPolicy.s3_workspace(allow_local=args.allow_local_inputs) if isinstance(backend, S3Backend) else ANYTHING
+    policy = _input_policy(args, backend)
     for source in args.sources:
         # A manifest's own name, mistyped (@s3:/b/list.txt), must not read as a local file that is missing.
         mistake = uri_mistake(source[1:]) if source.startswith("@") else None
@@ -130,11 +159,6 @@ def _status_text(doc: dict, workspace: str) -> str:
         )
     lines.extend(_manifest_problems_lines(doc))
     return "\n".join(lines)
-
-
-def _printable(value: object) -> str:
-    # A record's text comes from an uploaded manifest: no terminal escapes reach the screen.
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
 
 
 def _manifest_errors_lines(m: dict) -> list[str]:
@@ -256,7 +280,7 @@ def _status(args: argparse.Namespace, backend) -> int:
             progress.stop()
     if not args.json:
         doc.update(workspace_problems(backend))
-        print(_status_text(doc, args.workspace))
+        print(_printable_lines(_status_text(doc, args.workspace)))
     return EXIT_OK if doc["failed"] == 0 else EXIT_FAILED
 
 
@@ -303,7 +327,7 @@ def _frame_line(frame: dict | None) -> str | None:
     """``at failproc.py:12 in process: data = json.loads(raw)``: the processor's own line that the error came through."""
     if not frame:
         return None
-    return f"at {frame['file']}:{frame['line']} in {frame['function']}" + (f": {frame['code']}" if frame.get("code") else "")
+    return _printable(f"at {frame['file']}:{frame['line']} in {frame['function']}" + (f": {frame['code']}" if frame.get("code") else ""))
 
 
 def cmd_failures(args: argparse.Namespace) -> int:
@@ -315,7 +339,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
             lines = [f"{_plural(len(d['groups']), 'done group')} with inputs the processor could not use"]
             for g in d["groups"]:
                 lines.append(f"{g['hash']}  {_plural(g['input_errors'] or 0, 'input')}:")
-                lines.extend(f"    {i.get('path')}: {i.get('error')}" for i in g["inputs"])
+                lines.extend(f"    {_printable(i.get('path'))}: {_printable(i.get('error'))}" for i in g["inputs"])
             return "\n".join(lines)
 
         _emit(args, {"groups": groups}, inputs_text)
@@ -326,8 +350,8 @@ def cmd_failures(args: argparse.Namespace) -> int:
     def human(d: dict) -> str:
         lines = [_plural(len(d["failures"]), "failed group")]
         for f in d["failures"]:
-            lines.append(f"{f['hash']}  attempts={f['attempts']}  kind={f['kind']}  {f['error']}")
-            lines.extend(f"    {p}" for p in f["paths"])
+            lines.append(f"{f['hash']}  attempts={f['attempts']}  kind={_printable(f['kind'])}  {_printable(f['error'])}")
+            lines.extend(f"    {_printable(p)}" for p in f["paths"])
             # The user's own line first: the end of the stack is often all library code (json/decoder.py).
             at = _frame_line(f.get("error_frame"))
             if at:
@@ -349,12 +373,16 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     def human(d: dict) -> str:
         ahead_of = (d["lock"] or {}).get("claimed_ahead_of")
         state = d["state"] + (f" (claimed ahead of group {ahead_of}, which its worker still holds: not started)" if ahead_of else "")
-        lines = [f"group {d['hash']}: {state}", "paths:", *(f"  {p}" for p in d["paths"])]
+        lines = [f"group {d['hash']}: {_printable(state)}", "paths:", *(f"  {_printable(p)}" for p in d["paths"])]
         lock = d["lock"]
-        lines.append("lock: none" if lock is None else "lock: " + ", ".join(f"{k}={v}" for k, v in lock.items() if v is not None and v is not False))
+        lines.append(
+            "lock: none" if lock is None else "lock: " + ", ".join(f"{k}={_printable(v)}" for k, v in lock.items() if v is not None and v is not False)
+        )
         for name in ("done", "failed"):
             if d[name] is not None:
-                lines.append(f"{name}: " + ", ".join(f"{k}={v}" for k, v in d[name].items() if k not in ("paths", "traceback", "error_frame")))
+                lines.append(
+                    f"{name}: " + ", ".join(f"{k}={_printable(v)}" for k, v in d[name].items() if k not in ("paths", "traceback", "error_frame"))
+                )
         at = _frame_line((d["failed"] or {}).get("error_frame"))
         if at:
             lines.append(at)
@@ -363,7 +391,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             lines.extend(f"  {t}" for t in d["failed"]["traceback"].rstrip().splitlines())
         if d.get("input_errors"):
             lines.append(f"input errors: {d['input_errors'].get('input_errors')}")
-            lines.extend(f"  {i.get('path')}: {i.get('error')}" for i in d["input_errors"].get("inputs", []))
+            lines.extend(f"  {_printable(i.get('path'))}: {_printable(i.get('error'))}" for i in d["input_errors"].get("inputs", []))
         result = d["result"]
         lines.append(
             "result: none" if result is None else f"result: {result['uri']} ({_plural(result['records'], 'record')}, {_plural(result['bytes'], 'byte')})"
@@ -393,7 +421,8 @@ def cmd_work(args: argparse.Namespace) -> int:
     backend = _backend(args.workspace)
     worker_id = args.worker_id or f"w-{uuid.uuid4().hex[:8]}"
     importable_from_current_directory()
-    host = ProcessorHost(args.processor, backend.uri)
+    # Whatever the index names (anyone who may write the workspace writes it), the processor reads only what the policy allows.
+    host = ProcessorHost(args.processor, backend.uri, input_policy=_input_policy(args, backend))
     with GracefulStop() as stop:
         try:
             worker = Worker(
@@ -417,7 +446,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     if report.stopped_reason == "processor_failing":
         print(
             f"s3wq: processor {args.processor} failed the first {_plural(settings.breaker_groups, 'group')} it ran "
-            f"with the same error, so this worker stopped: {report.breaker_error}\n"
+            f"with the same error, so this worker stopped: {_printable(report.breaker_error)}\n"
             f"s3wq: fix it (see s3wq failures {args.workspace}, or run with -v), then run s3wq requeue-failed {args.workspace}",
             file=sys.stderr,
         )
@@ -547,6 +576,26 @@ def _finite_number(text: str) -> float:
     return value
 
 
+def _locations(text: str) -> tuple[InputLocation, ...]:
+    try:
+        locations = parse_locations(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    if not locations:
+        raise argparse.ArgumentTypeError("name at least one s3://bucket or s3://bucket/prefix")
+    return locations
+
+
+def _add_input_locations(p: argparse.ArgumentParser, verb: str) -> None:
+    p.add_argument(
+        "--input-locations",
+        type=_locations,
+        metavar="S3_URIS",
+        help=f"{verb} s3:// inputs only in these buckets or folders, comma-separated (s3://bucket,s3://bucket/prefix) "
+        "(default: any bucket this machine's credentials may read)",
+    )
+
+
 def _positive_int(text: str) -> int:
     value = _whole_number(text)
     if value < 1:
@@ -637,6 +686,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="on an S3 workspace, index local paths too (only workers on this machine can read them; a worker on Lambda refuses them)",
     )
+    _add_input_locations(p, "index")
     p.set_defaults(func=cmd_populate)
 
     p = add("status", "Count groups: done, failed, locked and pending; --watch follows a run.", "s3wq status s3://my-bucket/run1 --watch")
@@ -736,6 +786,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_PROCESSOR,
         help=f"built-in ({', '.join(sorted(BUILTIN_PROCESSORS))}) or module:function (default {DEFAULT_PROCESSOR})",
     )
+    p.add_argument(
+        "--allow-local-inputs",
+        action="store_true",
+        help="on an S3 workspace, read local paths the index names (refused by default: anyone who may write the workspace writes its index)",
+    )
+    _add_input_locations(p, "read")
     p.set_defaults(func=cmd_work)
 
     p = add("requeue-failed", "Put failed groups back in the queue with their attempts reset.", "s3wq requeue-failed s3://my-bucket/run1")
@@ -811,13 +867,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except BadInput as exc:
-        print(f"s3wq: error: {exc}", file=sys.stderr)
+        # A bad line or a stored record's text may be quoted in the message.
+        print(_printable_lines(f"s3wq: error: {exc}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except (NoRegionError, NoCredentialsError) as exc:
         print(f"s3wq: error: {exc} (set AWS_REGION and credentials, or AWS_PROFILE)", file=sys.stderr)
         return EXIT_BAD_INPUT
     except S3wqError as exc:
-        print(f"s3wq: failed: {exc}", file=sys.stderr)
+        print(_printable_lines(f"s3wq: failed: {exc}"), file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("s3wq: interrupted", file=sys.stderr)

@@ -190,16 +190,16 @@ class LambdaConfig:
     auto_start: bool = True
     check_inputs: bool = True
     workers: int = DEFAULT_WORKERS
-    # Besides the workspace bucket, which is always allowed.
-    input_locations: tuple[InputLocation, ...] = ()
+    # The only places inputs are read from; None (S3WQ_INPUT_LOCATIONS unset): the workspace's inputs/ folder.
+    input_locations: tuple[InputLocation, ...] | None = None
     group_timeout: float | None = DEFAULT_GROUP_TIMEOUT_SECONDS
 
     @property
     def input_policy(self) -> InputPolicy:
-        """What populate may index and the worker may read: S3 only, in the workspace bucket and ``input_locations``."""
-        from .inputs import InputPolicy
+        """What populate may index and the worker may read: S3 only, in ``input_locations`` (unset: the workspace's inputs/ folder)."""
+        from .inputs import InputPolicy, default_locations
 
-        return InputPolicy.deployed(self.workspace, self.input_locations)
+        return InputPolicy.deployed(default_locations(self.workspace) if self.input_locations is None else self.input_locations)
 
     @classmethod
     def from_env(cls, environ: dict) -> "LambdaConfig":
@@ -227,7 +227,8 @@ class LambdaConfig:
         if arn is not None and not (arn.startswith("arn:") and ":stateMachine:" in arn):
             raise ConfigError(f"{ENV_STATE_MACHINE_ARN} is not a state machine ARN: {arn!r}")
         try:
-            input_locations = parse_locations(environ.get(ENV_INPUT_LOCATIONS) or "")
+            # Unset or empty alike: a deployment is never told "anywhere".
+            input_locations = parse_locations(environ.get(ENV_INPUT_LOCATIONS) or "") or None
         except ConfigError as exc:
             raise ConfigError(f"{ENV_INPUT_LOCATIONS}: {exc}") from exc
         return cls(

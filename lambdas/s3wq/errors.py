@@ -55,22 +55,28 @@ class BadManifestLine(BadSource):
 
 
 class BadManifestLines(BadSource):
-    """Manifests hold bad lines: every one of them, numbered; the message lists the first SHOWN, one a line."""
+    """Manifests hold bad lines: the first of them, numbered, and how many in all; the message lists the first SHOWN, one a line."""
 
     SHOWN = 20
 
-    def __init__(self, bad_lines: list[BadManifestLine], hint: str = ""):
+    def __init__(self, bad_lines: list[BadManifestLine], hint: str = "", *, count: int | None = None):
+        # ``count``: all the bad lines, when only the first of them were kept (``bad_lines``).
         self.bad_lines = list(bad_lines)
-        if len(self.bad_lines) == 1:  # one problem, one line
+        self.count = len(self.bad_lines) if count is None else count
+        if self.count == 1:  # one problem, one line
             super().__init__(str(self.bad_lines[0]))
             return
         manifests = list(dict.fromkeys(b.manifest for b in self.bad_lines))
         where = manifests[0] if len(manifests) == 1 else f"{len(manifests)} manifests"
-        lines = [f"{len(self.bad_lines)} bad lines in {where}, nothing indexed{hint}:"]
+        lines = [f"{self.count} bad lines in {where}, nothing indexed{hint}:"]
         lines += [f"  {b}" for b in self.bad_lines[: self.SHOWN]]
-        if len(self.bad_lines) > self.SHOWN:
-            lines.append(f"  ... and {len(self.bad_lines) - self.SHOWN} more")
+        if self.count > self.SHOWN:
+            lines.append(f"  ... and {self.count - self.SHOWN} more")
         super().__init__("\n".join(lines))
+
+
+class ExpansionLimitReached(BadSource):
+    """Sources hold more than populate may read, list or index, or took longer than it had: nothing is indexed."""
 
 
 class BucketNotFound(BadWorkspace):

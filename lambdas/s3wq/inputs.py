@@ -17,6 +17,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from . import layout
 from .backends import parse_s3_uri
 from .errors import BadWorkspace, ConfigError, InputRefused
 
@@ -61,7 +62,16 @@ class InputLocation:
         return bucket == self.bucket and (not self.prefix or key.startswith(self.prefix + "/"))
 
     def __str__(self) -> str:
-        return f"s3://{self.bucket}/{self.prefix + '/' if self.prefix else ''}"
+        return location_uri(self.bucket, self.prefix)
+
+
+def location_uri(bucket: str, prefix: str) -> str:
+    """``s3://bucket/`` or ``s3://bucket/prefix/``: a location as S3WQ_INPUT_LOCATIONS names it.
+
+    Also what the stack writes, from the same list it makes its grants from
+    (where the bucket may be a CloudFormation reference, not yet a name).
+    """
+    return f"s3://{bucket}/{prefix + '/' if prefix else ''}"
 
 
 def parse_locations(text: str) -> tuple[InputLocation, ...]:
@@ -69,8 +79,22 @@ def parse_locations(text: str) -> tuple[InputLocation, ...]:
     return tuple(InputLocation.parse(item) for item in text.split(",") if item.strip())
 
 
-def format_locations(locations: tuple[InputLocation, ...]) -> str:
-    return ",".join(str(location) for location in locations)
+def format_locations(locations) -> str:
+    """The value of ``S3WQ_INPUT_LOCATIONS`` for ``locations`` (anything with ``bucket`` and ``prefix``)."""
+    return ",".join(location_uri(location.bucket, location.prefix) for location in locations)
+
+
+def default_locations(workspace: str) -> tuple[InputLocation, ...]:
+    """Where a deployment told no other place reads inputs: the ``inputs/`` folder of its own workspace.
+
+    Never the whole bucket: the workspace may be one prefix of a bucket
+    shared with other data, which whoever may upload a manifest must not be
+    able to have extracted into results/.
+    """
+    if not workspace.startswith("s3://"):
+        return ()
+    bucket, prefix = parse_s3_uri(workspace)
+    return (InputLocation(bucket, "/".join(part for part in (prefix.strip("/"), layout.INPUTS_DIR.rstrip("/")) if part)),)
 
 
 @dataclass(frozen=True)
@@ -89,25 +113,28 @@ class InputPolicy:
     local_manifests: bool = True
 
     @classmethod
-    def deployed(cls, workspace: str, input_locations: tuple[InputLocation, ...]) -> "InputPolicy":
-        """The deployed functions' policy: S3 only, in the workspace's bucket and ``input_locations``."""
-        locations = tuple(input_locations)
-        if workspace.startswith("s3://"):
-            locations = (InputLocation(parse_s3_uri(workspace)[0]), *locations)
+    def deployed(cls, input_locations: tuple[InputLocation, ...]) -> "InputPolicy":
+        """The deployed functions' policy: S3 only, in ``input_locations`` and nothing else.
+
+        The stack writes them from the list it grants the roles from, so the
+        policy reaches exactly as far as the roles do (nothing implicit, not
+        even the workspace bucket).
+        """
         return cls(
-            locations=locations,
+            locations=tuple(input_locations),
             local=False,
-            local_refusal="a deployment reads s3:// inputs only (in its workspace bucket and inputBuckets), never the function's own disk",
+            local_refusal="a deployment reads s3:// inputs only (in its input locations), never the function's own disk",
             local_manifests=False,
         )
 
     @classmethod
-    def s3_workspace(cls, *, allow_local: bool) -> "InputPolicy":
-        """The command line's policy for a workspace on S3: any bucket; local paths only when asked for."""
+    def s3_workspace(cls, *, allow_local: bool, locations: tuple[InputLocation, ...] | None = None) -> "InputPolicy":
+        """The command line's policy for a workspace on S3: s3:// in ``locations`` (None: any bucket); local paths only when asked for."""
         return cls(
+            locations=locations,
             local=allow_local,
             local_refusal="a workspace on S3 takes s3:// inputs (a worker on Lambda refuses local ones); "
-            "--allow-local-inputs indexes them for workers on this machine",
+            "--allow-local-inputs allows them for workers on this machine",
         )
 
     def manifest_refusal(self, name: str) -> str | None:

@@ -30,6 +30,8 @@ INPUT_ERRORS_PREFIX = "input_errors/input_errors_"
 # manifests/: a write there would trigger populate again.
 MANIFEST_ERRORS_PREFIX = "manifest_errors/"
 MANIFESTS_DIR = "manifests/"
+# Where a deployment reads inputs when it is told no other place (S3WQ_INPUT_LOCATIONS unset; a stack in an existing bucket without inputBuckets).
+INPUTS_DIR = "inputs/"
 
 LOCK_SUFFIX = ".lock"
 DONE_SUFFIX = ".flag"

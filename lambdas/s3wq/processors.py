@@ -26,7 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from . import layout
 from .backends import Backend, S3Backend, make_s3_client, parse_s3_uri
-from .errors import BadSource, InputNotFound, LeaseLost, ProcessorNotFound, StorageError
+from .errors import BadSource, BadWorkspace, InputNotFound, InputRefused, LeaseLost, ProcessorNotFound, StorageError
 from .inputs import ANYTHING, InputPolicy
 from .index import Group
 
@@ -96,7 +96,11 @@ class ProcessorContext:
         """
         self.input_policy.check_read(path)
         if path.startswith("s3://"):
-            bucket, key = parse_s3_uri(path)
+            try:
+                bucket, key = parse_s3_uri(path)
+            except BadWorkspace as exc:
+                # A malformed row of the index is that input's error, not the whole group's failure.
+                raise InputRefused(f"input refused: {exc}") from exc
             try:
                 return self._s3_client().get_object(Bucket=bucket, Key=key)["Body"].read()
             except ClientError as exc:

@@ -11,17 +11,19 @@ import glob
 import gzip
 import io
 import os
+import re
 import stat
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import zstandard
-
-from .backends import MAX_PARALLEL_REQUESTS, make_s3_client, parse_s3_uri, uri_mistake
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .errors import BadManifestLine, BadManifestLines, BadSource, BadWorkspace, StorageError
+from . import layout
+from .backends import MAX_PARALLEL_REQUESTS, make_s3_client, parse_s3_uri, uri_mistake
+from .errors import BadManifestLine, BadManifestLines, BadSource, BadWorkspace, ExpansionLimitReached, StorageError
 from .inputs import ANYTHING, InputPolicy, shown
 
 _GLOB_CHARS = "*?["
@@ -37,21 +39,90 @@ def _s3_error(exc: Exception, what: str) -> Exception:
     return StorageError(f"cannot read {what}: {exc}")
 
 
+# Bad lines kept, with their reasons, of all the manifests of one expansion; the
+# rest are only counted. A hostile manifest can hold millions (a 3 KB gzip
+# file holds a million), at about 850 bytes each kept; the record populate
+# writes and the CLI's report list this many at most anyway.
+MAX_BAD_LINES_KEPT = 1000
+
+
 @dataclass
 class Expansion:
     paths: list[str] = field(default_factory=list)
+    # The first MAX_BAD_LINES_KEPT bad lines, by manifest and line number; bad_line_count counts them all.
     bad_lines: list[BadManifestLine] = field(default_factory=list)
+    bad_line_count: int = 0
+
+    def add_bad_line(self, bad: BadManifestLine) -> None:
+        self.bad_line_count += 1
+        if len(self.bad_lines) < MAX_BAD_LINES_KEPT:
+            self.bad_lines.append(bad)
+
+
+@dataclass(frozen=True)
+class ExpansionLimits:
+    """How much one expansion may read, hold and take: None is no limit (the command line, on the user's machine).
+
+    Past a limit the expansion raises BadSource naming it, and nothing is
+    indexed: a manifest is read whole or not at all.
+    """
+
+    manifest_bytes: int | None = None  # decompressed, per manifest
+    manifest_lines: int | None = None  # per manifest, blank lines and comments included
+    paths: int | None = None  # named and matched, in all
+    keys_listed: int | None = None  # by the listings of all globs, matched or not
+    deadline: float | None = None  # time.monotonic() by which expanding must be done
+
+
+# The deployed populate's limits, for a 3,008 MB, 900 s Lambda. Measured (1M
+# distinct s3:// lines of 75 bytes, checkInputs off): expanding holds about 120
+# bytes a path, indexing them about 210 at its peak, and reading takes about
+# 10 us a line. With checkInputs on, the existence check holds about 130 more a
+# path (estimated: an entry and a list of one pair). 5M paths so peak at about 1.7 GB, leaving room for the runtime; a
+# manifest of 5M S3 URIs of ~100 bytes is ~500 MB, so 1 GiB decompressed admits
+# any such manifest with comments, and refuses a zstd bomb after a few seconds.
+# 10M lines bounds the time spent on blank lines (1 GiB of them is 1G lines).
+DEPLOYED_MAX_MANIFEST_BYTES = 1 << 30
+DEPLOYED_MAX_MANIFEST_LINES = 10_000_000
+DEPLOYED_MAX_PATHS = 5_000_000
+# 10,000 LIST pages: about 10 minutes at S3's ~50 ms a page, the most a glob can be worth in 900 s.
+DEPLOYED_MAX_KEYS_LISTED = 10_000_000
+
+
+def deployed_limits(deadline: float | None) -> ExpansionLimits:
+    return ExpansionLimits(
+        manifest_bytes=DEPLOYED_MAX_MANIFEST_BYTES,
+        manifest_lines=DEPLOYED_MAX_MANIFEST_LINES,
+        paths=DEPLOYED_MAX_PATHS,
+        keys_listed=DEPLOYED_MAX_KEYS_LISTED,
+        deadline=deadline,
+    )
+
+
+# The first segment of every key a workspace writes (layout): at a bucket's root, these are the workspace's.
+_WORKSPACE_TOPS = frozenset(
+    key.split("/")[0]
+    for key in (
+        layout.LEGACY_INDEX_KEY, layout.LOCKS_PREFIX, layout.DONE_PREFIX, layout.FAILED_PREFIX, layout.RESULTS_PREFIX,
+        layout.INDEX_CATALOG_KEY, layout.INPUT_ERRORS_PREFIX, layout.MANIFEST_ERRORS_PREFIX, layout.MANIFESTS_DIR,
+    )
+)
 
 
 def _has_glob(text: str) -> bool:
     return any(c in text for c in _GLOB_CHARS)
 
 
+def _is_control(c: str) -> bool:
+    # C0 but the tab (a character keys may hold), DEL, and C1 (U+009B is a terminal's CSI, as ESC [ is).
+    return (c < " " and c != "\t") or "\x7f" <= c <= "\x9f"
+
+
 def _check_text(source: str) -> str | None:
     """Why ``source`` cannot be a path, or None if it can."""
     if not source:
         return "empty source"
-    if any(ord(c) < 32 and c not in "\t" for c in source):
+    if any(_is_control(c) for c in source):
         return "control character in source"
     mistake = uri_mistake(source)
     if mistake:
@@ -94,30 +165,44 @@ class _StrictZstdReader(io.RawIOBase):
     for a shorter one."""
 
     _CHUNK = 1 << 16
+    # Compressed bytes handed to zstd at a time: decompressobj() has no output
+    # limit, and a block of up to 128 KiB of text can take 4 bytes, so 64 KiB
+    # at once could be 2 GiB of text (32 KB was measured giving 1 GiB). 256
+    # bytes give 8 MiB at most, and a real manifest's a few KiB.
+    _FEED = 1 << 8
 
     def __init__(self, raw: Any):
         self._raw = raw
         self._decompressor = None
-        self._pending = b""
+        self._input = memoryview(b"")
+        # Text decompressed and not yet read, from _offset on: an offset, not a
+        # slice, so each read copies only what it hands out.
+        self._pending = bytearray()
+        self._offset = 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        while not self._pending:
-            chunk = self._raw.read(self._CHUNK)
-            if not chunk:
-                if self._decompressor is not None and not self._decompressor.eof:
-                    raise EOFError("the zstd stream ends inside a frame (truncated file)")
-                return 0
-            while chunk:
+        while self._offset == len(self._pending):
+            self._pending.clear()
+            self._offset = 0
+            if not self._input:
+                chunk = self._raw.read(self._CHUNK)
+                if not chunk:
+                    if self._decompressor is not None and not self._decompressor.eof:
+                        raise EOFError("the zstd stream ends inside a frame (truncated file)")
+                    return 0
+                self._input = memoryview(chunk)
+            data, self._input = self._input[: self._FEED], self._input[self._FEED :]
+            while data:
                 if self._decompressor is None or self._decompressor.eof:
                     self._decompressor = zstandard.ZstdDecompressor().decompressobj()
-                self._pending += self._decompressor.decompress(chunk)
-                chunk = self._decompressor.unused_data if self._decompressor.eof else b""
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
+                self._pending += self._decompressor.decompress(data)
+                data = self._decompressor.unused_data if self._decompressor.eof else b""
+        size = min(len(buffer), len(self._pending) - self._offset)
+        buffer[:size] = memoryview(self._pending)[self._offset : self._offset + size]
+        self._offset += size
         return size
 
     def close(self) -> None:
@@ -142,17 +227,27 @@ class ManifestLine:
     problem: str | None = None
 
 
-def _bounded_lines(stream: Any, cap: int) -> Iterator[tuple[bytes, bool]]:
+def _too_big(name: str, limit: int) -> BadSource:
+    return ExpansionLimitReached(f"{name}: manifest larger than {limit:,} bytes decompressed (the most populate reads of one manifest); split it")
+
+
+def _bounded_lines(stream: Any, cap: int, name: str, max_bytes: int | None = None) -> Iterator[tuple[bytes, bool]]:
     """Each line of ``stream`` without its newline, cut to ``cap`` bytes, and whether it was longer.
 
     Read a chunk at a time: past ``cap``, the rest of a line is skipped up to
     its newline, never kept, so a line of any length costs ``cap`` plus a chunk.
+    Past ``max_bytes`` read in all, BadSource: a small compressed file can hold
+    any amount of text.
     """
     head, long = b"", False
+    total = 0
     while True:
         chunk = stream.read(_READ_CHUNK_BYTES)
         if not chunk:
             break
+        total += len(chunk)
+        if max_bytes is not None and total > max_bytes:
+            raise _too_big(name, max_bytes)
         *ended, rest = chunk.split(b"\n")
         for piece in ended:
             if not long:
@@ -167,33 +262,45 @@ def _bounded_lines(stream: Any, cap: int) -> Iterator[tuple[bytes, bool]]:
         yield head[:cap], long or len(head) > cap
 
 
+# Bytes no source holds: control characters but the tab, which keys may hold, and DEL (C1 is not ASCII: checked as text).
+_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+
+
 def _line_problem(raw: bytes, long: bool) -> str | None:
     """Why the bytes of a manifest line (its newline and a trailing CR removed) are not a source, or None."""
     if long:
         return f"longer than {MAX_MANIFEST_LINE_BYTES:,} bytes: no S3 URI or local path is that long"
+    if raw.isascii() and not _CONTROL_BYTES.search(raw):
+        return None  # the common case, without a loop over the bytes in Python
     for column, byte in enumerate(raw, start=1):
         if byte < 0x20 and byte != 0x09:  # a tab is a character keys may hold
             return f"{'NUL byte' if byte == 0 else f'control character 0x{byte:02x}'} at byte {column}"
     try:
-        raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} ({exc.reason})"
-    return None
+    control = next((c for c in text if _is_control(c)), None)
+    return None if control is None else f"control character U+{ord(control):04X}"
 
 
-def iter_manifest(name: str, s3_client: Callable[[], Any]) -> Iterator[ManifestLine]:
+def iter_manifest(
+    name: str, s3_client: Callable[[], Any], *, max_bytes: int | None = None, max_lines: int | None = None
+) -> Iterator[ManifestLine]:
     """Each line of a manifest that is neither blank nor a comment, numbered: a source, or its problem.
 
     Streamed, in bounded memory whatever a line holds: a line that is not
     UTF-8, holds a control byte or is too long is a bad line, and the lines
     after it are read as usual. A stream that cannot be read to its end (a
     truncated gzip or zstd file, a broken connection) raises BadSource: a
-    manifest cut short must not pass for a shorter one.
+    manifest cut short must not pass for a shorter one. So does one of more
+    than ``max_bytes`` decompressed, or ``max_lines`` lines (blank ones too).
     """
     stream = _open_manifest(name, s3_client)
     try:
         # One byte more than the cap: the CR of a CRLF ending is not part of the line.
-        for number, (raw, long) in enumerate(_bounded_lines(stream, MAX_MANIFEST_LINE_BYTES + 1), start=1):
+        for number, (raw, long) in enumerate(_bounded_lines(stream, MAX_MANIFEST_LINE_BYTES + 1, name, max_bytes), start=1):
+            if max_lines is not None and number > max_lines:
+                raise ExpansionLimitReached(f"{name}: manifest of more than {max_lines:,} lines (the most populate reads of one manifest); split it")
             if number == 1 and raw.startswith(_BOM):  # editors on Windows start files with a byte-order mark
                 raw = raw[len(_BOM) :]
             raw = raw.rstrip(b"\r")
@@ -224,13 +331,31 @@ class SourceExpander:
     ``policy``: what may be named at all (:mod:`s3wq.inputs`); deployed, S3
     only and in the allowed locations. A source it refuses is never looked
     at: no local file is opened or listed, no other bucket asked.
+    ``exclude_s3``: a workspace on S3, ``(bucket, prefix)``, whose keys no
+    glob matches (a glob over the workspace bucket must not index the
+    workspace's own manifests, index, locks and results).
+    ``limits``: how much an expansion may read, hold and take (ExpansionLimits).
     """
 
-    def __init__(self, s3_client: Any = None, *, check: bool = True, exclude: str | None = None, policy: InputPolicy = ANYTHING):
+    def __init__(
+        self,
+        s3_client: Any = None,
+        *,
+        check: bool = True,
+        exclude: str | None = None,
+        policy: InputPolicy = ANYTHING,
+        exclude_s3: tuple[str, str] | None = None,
+        limits: ExpansionLimits = ExpansionLimits(),
+    ):
         self._s3 = s3_client
         self.check = check
         self.exclude = None if exclude is None else os.path.realpath(exclude)
         self.policy = policy
+        self.exclude_s3 = exclude_s3
+        self.limits = limits
+        self._started = time.monotonic()
+        self._paths = 0
+        self._keys_listed = 0
 
     def s3(self) -> Any:
         if self._s3 is None:
@@ -253,9 +378,12 @@ class SourceExpander:
         current directory, as the command that wrote it meant.
         """
         result = Expansion()
+        self._started, self._paths, self._keys_listed = time.monotonic(), 0, 0
         # Plain s3:// paths, checked together once everything is expanded: where each came from.
         # (Held in memory, one entry a path: a manifest too big for that wants --no-check.)
         unchecked: dict[str, list[tuple[str, int]]] = {}
+        # A source named twice names the same paths: it is expanded once (a glob is listed once).
+        sources = list(dict.fromkeys(sources))
         for source in sources:
             if source.startswith("@"):
                 manifest = source[1:]
@@ -274,37 +402,73 @@ class SourceExpander:
             self._refuse_matches(source, paths)
             if self.check and source.startswith("s3://") and not _has_glob(source):
                 unchecked.setdefault(source, [])
-            result.paths.extend(paths)
+            self._add_paths(result, paths, source)
         if self.check and unchecked:
+            self._check_time("checking that the inputs exist")
             self._drop_missing(result, unchecked)
         order = {source[1:]: position for position, source in enumerate(sources) if source.startswith("@")}
         result.bad_lines.sort(key=lambda b: (order.get(b.manifest, 0), b.line_number))
+        del result.bad_lines[MAX_BAD_LINES_KEPT:]
         if strict and result.bad_lines:
             missing = any(b.reason.startswith(_MISSING) for b in result.bad_lines)
-            raise BadManifestLines(result.bad_lines, " (--no-check skips the check that objects exist)" if missing else "")
+            hint = " (--no-check skips the check that objects exist)" if missing else ""
+            raise BadManifestLines(result.bad_lines, hint, count=result.bad_line_count)
         return result
+
+    def _add_paths(self, result: Expansion, paths: list[str], source: str) -> None:
+        self._paths += len(paths)
+        limit = self.limits.paths
+        if limit is not None and self._paths > limit:
+            raise ExpansionLimitReached(f"{shown(source)}: more than {limit:,} paths in all (the most one populate indexes); split the manifest")
+        result.paths.extend(paths)
+
+    def _out_of_time(self) -> bool:
+        return self.limits.deadline is not None and time.monotonic() > self.limits.deadline
+
+    def _check_time(self, doing: str) -> None:
+        """ExpansionLimitReached once the deadline has passed: stopped with a reason, before the runtime kills us."""
+        if self._out_of_time():
+            raise ExpansionLimitReached(
+                f"populate ran out of time after {time.monotonic() - self._started:.0f} s, {doing} "
+                f"({self._paths:,} paths found so far): nothing indexed; split the manifest"
+            )
 
     def _expand_manifest(self, manifest: str, result: Expansion, unchecked: dict[str, list[tuple[str, int]]]) -> None:
         base = _manifest_folder(manifest)
-        for line in iter_manifest(manifest, self.s3):
+        # Each glob's outcome, so a glob repeated on many lines is listed once: None, or why it is bad.
+        globs: dict[str, str | None] = {}
+        limits = self.limits
+        for line in iter_manifest(manifest, self.s3, max_bytes=limits.manifest_bytes, max_lines=limits.manifest_lines):
+            if self._out_of_time():
+                self._check_time(f"at line {line.number:,} of {manifest}")
             source = line.source
             # The policy first: deployed, what is not an s3:// URI in the allowed buckets is refused as such,
             # not answered with advice about local paths the deployment would never read.
             reason = line.problem or self.policy.refusal(source) or _check_text(source)
             if reason:
-                result.bad_lines.append(BadManifestLine(manifest, line.number, reason))
+                result.add_bad_line(BadManifestLine(manifest, line.number, reason))
                 continue
             if base is not None and "://" not in source and not os.path.isabs(source):
                 source = os.path.join(base, source)
+            if _has_glob(source) and source in globs:
+                if globs[source] is not None:
+                    result.add_bad_line(BadManifestLine(manifest, line.number, globs[source]))
+                continue
             try:
                 paths = self._expand_one(source)
                 self._refuse_matches(source, paths)
+            except ExpansionLimitReached:
+                raise  # the whole expansion stops, not this line
             except BadSource as exc:
-                result.bad_lines.append(BadManifestLine(manifest, line.number, str(exc)))
+                if _has_glob(source):
+                    globs[source] = str(exc)
+                result.add_bad_line(BadManifestLine(manifest, line.number, str(exc)))
                 continue
+            if _has_glob(source):
+                globs[source] = None
             if self.check and source.startswith("s3://") and not _has_glob(source):
                 unchecked.setdefault(source, []).append((manifest, line.number))
-            result.paths.extend(paths)
+            self._add_paths(result, paths, f"line {line.number:,} of {manifest}")
 
     def _refuse_matches(self, source: str, paths: list[str]) -> None:
         """BadSource if the policy refuses any path ``source`` expanded to (a listed key with a '..' segment)."""
@@ -322,8 +486,15 @@ class SourceExpander:
             more = f" (and {len(missing) - 1} more; --no-check skips this check)" if len(missing) > 1 else ""
             raise BadSource(f"{_MISSING}{named[0]}{more}")
         for path in missing:
-            result.bad_lines.extend(BadManifestLine(manifest, number, f"{_MISSING}{path}") for manifest, number in unchecked[path])
+            for manifest, number in unchecked[path]:
+                result.add_bad_line(BadManifestLine(manifest, number, f"{_MISSING}{path}"))
         result.paths = [p for p in result.paths if p not in missing]
+
+    def _in_workspace(self, bucket: str, key: str) -> bool:
+        if self.exclude_s3 is None or bucket != self.exclude_s3[0]:
+            return False
+        prefix = self.exclude_s3[1].strip("/")
+        return key.startswith(prefix + "/") if prefix else key.split("/")[0] in _WORKSPACE_TOPS
 
     def _excluded(self, path: str) -> bool:
         return self.exclude is not None and (path == self.exclude or path.startswith(self.exclude + os.sep))
@@ -365,10 +536,16 @@ class SourceExpander:
         cut = min(key_pattern.find(c) for c in _GLOB_CHARS if c in key_pattern)
         prefix = key_pattern[:cut]
         matches = []
+        limit = self.limits.keys_listed
         try:
             for page in self.s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-                for item in page.get("Contents", []):
-                    if fnmatch.fnmatchcase(item["Key"], key_pattern):
+                self._check_time(f"listing {shown(pattern)}")
+                contents = page.get("Contents", [])
+                self._keys_listed += len(contents)
+                if limit is not None and self._keys_listed > limit:
+                    raise ExpansionLimitReached(f"{shown(pattern)}: globs listed more than {limit:,} keys in all (the most one populate lists); name a narrower prefix")
+                for item in contents:
+                    if fnmatch.fnmatchcase(item["Key"], key_pattern) and not self._in_workspace(bucket, item["Key"]):
                         matches.append(f"s3://{bucket}/{item['Key']}")
         except (ClientError, BotoCoreError) as exc:
             raise _s3_error(exc, pattern) from exc

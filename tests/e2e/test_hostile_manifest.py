@@ -23,7 +23,7 @@ import pytest
 from s3wq import WorkIndex, layout
 from s3wq.backends import S3Backend
 from s3wq.index import Group, encode_groups
-from s3wq.localcloud.cloud import LocalCloud
+from s3wq.localcloud.cloud import DEFAULT_BUCKET, LocalCloud
 
 INPUT_BUCKET, INPUT_PREFIX = "s3wq-inputs", "scans"
 OTHER_BUCKET = "other-bucket"
@@ -110,7 +110,8 @@ def everything(s3, bucket: str, prefix: str = "") -> dict[str, bytes]:
 
 def test_a_hostile_manifest_and_a_hand_made_index_read_nothing_but_the_allowed_buckets(tmp_path):
     with LocalCloud(log_dir=tmp_path / "cloud") as cloud:
-        stack = cloud.deploy({"defaultWorkers": 2, "groupSize": 2, "processor": "text", "inputBuckets": f"{INPUT_BUCKET}/{INPUT_PREFIX}"})
+        # The workspace bucket named too: with inputBuckets set, the functions read inputs there and nowhere else.
+        stack = cloud.deploy({"defaultWorkers": 2, "groupSize": 2, "processor": "text", "inputBuckets": f"{INPUT_BUCKET}/{INPUT_PREFIX},{DEFAULT_BUCKET}"})
         s3, sfn = cloud.client("s3"), cloud.client("stepfunctions")
         bucket, prefix = stack.workspace.removeprefix("s3://").split("/", 1)
         for name in (INPUT_BUCKET, OTHER_BUCKET):

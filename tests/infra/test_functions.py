@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from aws_cdk.assertions import Match
 from stack_under_test import HANDLERS, TUNED
@@ -140,25 +142,54 @@ def test_without_a_group_timeout_the_worker_gets_none(stack):
 def test_the_stack_group_timeout_is_what_the_worker_reads(synth):
     """One path from the setting to the worker: the variable the stack writes parses, in LambdaConfig, to the same number."""
     environment = synth(GROUP_TIMEOUT).environment("worker")
-    assert config.LambdaConfig.from_env({**environment, config.ENV_WORKSPACE: "s3://a-bucket/s3wq"}).group_timeout == 120.0
+    assert config.LambdaConfig.from_env(deployable({**environment, config.ENV_WORKSPACE: "s3://a-bucket/s3wq"})).group_timeout == 120.0
 
 
 def deployable(environment: dict[str, str]) -> dict[str, str]:
-    """The variables as the functions get them: the state machine's ARN is a reference until deployed."""
-    return {**environment, config.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:s3wq"}
+    """The variables as the functions get them: the state machine's ARN and a created bucket's name are references until deployed."""
+    deployed = {name: re.sub(r"\$\{[A-Za-z0-9]+\}", "created-bucket", value) for name, value in environment.items()}
+    return {**deployed, config.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:s3wq"}
 
 
 @pytest.mark.parametrize("kind", ["worker", "populate"])
 def test_populate_and_worker_are_given_the_input_locations_they_may_read(synth, kind):
-    """The runtime refuses every input outside these (and the workspace bucket), whatever a manifest or the index names."""
+    """The runtime refuses every input outside these, whatever a manifest or the index names: nothing implicit, not even the workspace bucket."""
     stack = synth({"inputBuckets": "scans-in/2024,archive-in", "bucketName": "my-workspace"})
     locations = config.LambdaConfig.from_env(deployable(stack.environment(kind))).input_locations
     assert [str(location) for location in locations] == ["s3://scans-in/2024/", "s3://archive-in/"]
 
 
 @pytest.mark.parametrize("kind", ["worker", "populate"])
-def test_without_input_buckets_the_workspace_bucket_alone_is_allowed(synth, kind):
-    environment = synth({"bucketName": "my-workspace"}).environment(kind)
-    assert config.ENV_INPUT_LOCATIONS not in environment
-    policy = config.LambdaConfig.from_env(deployable(environment)).input_policy
-    assert [str(location) for location in policy.locations] == ["s3://my-workspace/"] and not policy.local
+def test_in_an_existing_bucket_without_input_buckets_only_the_workspace_inputs_folder_is_allowed(synth, kind):
+    """A shared bucket's other keys are not inputs: a manifest naming one is refused, and the roles may not read it either."""
+    stack = synth({"bucketName": "my-workspace"})
+    policy = config.LambdaConfig.from_env(deployable(stack.environment(kind))).input_policy
+    assert [str(location) for location in policy.locations] == ["s3://my-workspace/s3wq/inputs/"] and not policy.local
+    assert policy.refusal("s3://my-workspace/s3wq/inputs/scan-1.pdf") is None
+    assert "outside the allowed input locations" in policy.refusal("s3://my-workspace/payroll/2026.csv")
+    assert "arn:${AWS::Partition}:s3:::my-workspace/*" not in stack.allowed(kind, "s3:GetObject")
+
+
+INPUT_VARIANTS = {
+    "created-bucket": {},
+    "existing-bucket": {"bucketName": "my-workspace"},
+    "input-buckets": {"inputBuckets": ["scans-in/2024", "archive-in"]},
+    "existing-bucket-and-input-buckets": {"bucketName": "my-workspace", "inputBuckets": ["my-workspace/in", "archive-in"]},
+}
+
+
+@pytest.mark.parametrize("kind", ["worker", "populate"])
+@pytest.mark.parametrize("overrides", list(INPUT_VARIANTS.values()), ids=list(INPUT_VARIANTS))
+def test_the_input_locations_variable_and_the_roles_input_grants_name_the_same_places(synth, overrides, kind):
+    """One list makes both: every location the runtime allows is granted, and the role reads nothing else outside its workspace."""
+    stack = synth(overrides)
+    named = stack.environment(kind)[config.ENV_INPUT_LOCATIONS].split(",")
+    assert named and all(location.startswith("s3://") and location.endswith("/") for location in named)
+    granted_inputs = {"arn:${AWS::Partition}:s3:::" + location.removeprefix("s3://") + "*" for location in named}
+    readable = stack.allowed(kind, "s3:GetObject")
+    workspace = f"{stack.bucket_arn}/{stack.prefix}/"
+    assert granted_inputs <= readable
+    assert {arn for arn in readable - granted_inputs if not arn.startswith(workspace)} == set()
+    # And the runtime reads the variable as written (a created bucket's reference stands for its name).
+    locations = config.LambdaConfig.from_env(deployable(stack.environment(kind))).input_locations
+    assert [str(location) for location in locations] == [re.sub(r"\$\{[A-Za-z0-9]+\}", "created-bucket", location) for location in named]

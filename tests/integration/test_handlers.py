@@ -22,6 +22,7 @@ from s3wq.config import (
     ENV_AUTO_START,
     ENV_GROUP_SIZE,
     ENV_GROUP_TIMEOUT,
+    ENV_INPUT_LOCATIONS,
     ENV_LEASE,
     ENV_MAX_ATTEMPTS,
     ENV_PROCESSOR,
@@ -45,7 +46,7 @@ EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
 EVENT_BUCKET = "s3wq-test-bucket"
 MANIFEST_KEY = "ws/manifests/batch 1, scans.txt"  # what the sample event's URL-encoded key decodes to
 REPORT_KEYS = {"worker_id", "processed", "failed", "conflicts", "reclaimed", "stopped_reason"}
-ALL_ENV = [ENV_WORKSPACE, ENV_LEASE, ENV_MAX_ATTEMPTS, ENV_GROUP_SIZE, ENV_PROCESSOR, ENV_STATE_MACHINE_ARN, ENV_AUTO_START, ENV_WORKERS]
+ALL_ENV = [ENV_WORKSPACE, ENV_INPUT_LOCATIONS, ENV_LEASE, ENV_MAX_ATTEMPTS, ENV_GROUP_SIZE, ENV_PROCESSOR, ENV_STATE_MACHINE_ARN, ENV_AUTO_START, ENV_WORKERS]
 
 
 def load_event(name: str, bucket: str) -> dict:
@@ -68,7 +69,8 @@ def lambda_env(monkeypatch, s3_server, bucket, helper_env):
         monkeypatch.delenv(name, raising=False)
 
     def configure(**variables: str) -> None:
-        for name, value in {ENV_WORKSPACE: f"s3://{bucket}/ws", **variables}.items():
+        # The input locations the stack writes for a bucket it created: the whole of it.
+        for name, value in {ENV_WORKSPACE: f"s3://{bucket}/ws", ENV_INPUT_LOCATIONS: f"s3://{bucket}", **variables}.items():
             monkeypatch.setenv(name, str(value))
         reset_runtime()
 
@@ -143,7 +145,9 @@ def test_populate_indexes_the_manifest_named_by_an_s3_event_and_starts_one_execu
     execution_arn = entry.pop("execution_arn")
     [bad_line] = entry.pop("bad_lines")
     assert entry.pop("bad_lines_recorded_in").startswith(f"s3://{bucket}/ws/manifest_errors/")
-    assert entry == {"manifest": manifest_uri, "added_paths": 3, "added_groups": 2, "already_indexed": 0, "execution_started": True}
+    assert entry == {
+        "manifest": manifest_uri, "added_paths": 3, "added_groups": 2, "already_indexed": 0, "bad_line_count": 1, "execution_started": True
+    }
     assert (bad_line["manifest"], bad_line["line"]) == (manifest_uri, 6)
     assert "ftp" in bad_line["reason"]
     assert indexed_paths(s3_backend) == set(inputs)

@@ -224,11 +224,12 @@ def populate_handler(monkeypatch, s3_server, bucket):
     from handlers import populate
     from handlers.runtime import runtime
     from helpers.lambda_context import LambdaContext
-    from s3wq.config import ENV_AUTO_START, ENV_STATE_MACHINE_ARN, ENV_WORKSPACE
+    from s3wq.config import ENV_AUTO_START, ENV_INPUT_LOCATIONS, ENV_STATE_MACHINE_ARN, ENV_WORKSPACE
 
     monkeypatch.delenv(ENV_STATE_MACHINE_ARN, raising=False)
     monkeypatch.delenv(ENV_AUTO_START, raising=False)
     monkeypatch.setenv(ENV_WORKSPACE, f"s3://{bucket}/ws")
+    monkeypatch.setenv(ENV_INPUT_LOCATIONS, f"s3://{bucket}")  # as the stack writes them for a bucket it created
 
     def call(event):
         runtime.cache_clear()

@@ -1,7 +1,7 @@
 """The input policy: what populate may index and a processor may read, deployed and on the command line.
 
-Deployed, only s3:// inputs in the workspace bucket and the configured input
-locations; a processor's ``ctx.read_input`` refuses anything else as an input
+Deployed, only s3:// inputs in the configured input locations (the stack
+names the workspace bucket there when it created it); a processor's ``ctx.read_input`` refuses anything else as an input
 error, whatever the index names, and reads nothing.
 """
 
@@ -22,7 +22,9 @@ from s3wq.processors import ProcessorContext, text
 from s3wq.sources import SourceExpander
 
 WORKSPACE = "s3://ws-bucket/s3wq"
-DEPLOYED = LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_INPUT_LOCATIONS: "s3://in-bucket/scans, archive-bucket"}).input_policy
+# As the stack writes them for a bucket it created, with inputBuckets naming it and two others.
+LOCATIONS = "s3://ws-bucket,s3://in-bucket/scans, archive-bucket"
+DEPLOYED = LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_INPUT_LOCATIONS: LOCATIONS}).input_policy
 
 REFUSED = {
     "/etc/passwd": "is not an s3:// URI",
@@ -105,9 +107,25 @@ def test_the_policy_reaches_the_processor_host_unchanged():
 def test_input_locations_are_parsed_once_from_the_environment():
     config = LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_INPUT_LOCATIONS: "s3://in-bucket/scans/,archive-bucket,, "})
     assert config.input_locations == (InputLocation("in-bucket", "scans"), InputLocation("archive-bucket"))
-    assert LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE}).input_locations == ()
-    # The workspace bucket is always allowed, the whole of it.
-    assert LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE}).input_policy.locations == (InputLocation("ws-bucket"),)
+    assert LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE}).input_locations is None
+
+
+@pytest.mark.parametrize("value", [None, "", " , "])
+def test_a_deployment_told_no_locations_reads_its_workspace_inputs_folder_alone(value):
+    """Never "anything", nor the whole bucket: the workspace may be one prefix of a bucket shared with other data."""
+    environ = {ENV_WORKSPACE: WORKSPACE, **({} if value is None else {ENV_INPUT_LOCATIONS: value})}
+    policy = LambdaConfig.from_env(environ).input_policy
+    assert policy.locations == (InputLocation("ws-bucket", "s3wq/inputs"),) and not policy.local
+    assert policy.refusal("s3://ws-bucket/s3wq/inputs/scan-1.pdf") is None
+    for elsewhere in ("s3://ws-bucket/payroll.csv", "s3://ws-bucket/s3wq/results/output_x.jsonl", "s3://other-bucket/x"):
+        assert "outside the allowed input locations" in policy.refusal(elsewhere)
+
+
+def test_with_input_locations_the_workspace_bucket_is_not_allowed_besides_them():
+    """The policy reaches as far as the roles, which with inputBuckets read only the workspace's own prefix of its bucket."""
+    policy = LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, ENV_INPUT_LOCATIONS: "s3://in-bucket/scans"}).input_policy
+    assert policy.refusal("s3://in-bucket/scans/a.pdf") is None
+    assert "outside the allowed input locations (s3://in-bucket/scans/)" in policy.refusal("s3://ws-bucket/inputs/a.pdf")
 
 
 @pytest.mark.parametrize("value", ["s3://Bad_Bucket/x", "s3://in-bucket/a*", "in-bucket/../etc", "in-bucket//x", "s3:///x"])

@@ -28,20 +28,26 @@ __all__ = [
 
 # The S3 bucket naming rules (general purpose buckets), checked before any
 # request so a typo is a one-line error rather than a signature failure.
-_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+# Matched whole (re.fullmatch): "$" would let a trailing newline through.
+_BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
-    """Split ``s3://bucket/key`` into (bucket, key); raise BadWorkspace if malformed."""
-    parts = urlsplit(uri)
-    if parts.scheme != "s3":
+    """Split ``s3://bucket/key`` into (bucket, key); raise BadWorkspace, and nothing else, if malformed.
+
+    The bucket is everything up to the first "/", the key everything after it,
+    as written: ``s3://{bucket}/{key}`` is ``uri`` again (``s3://bucket`` has
+    the key ""). Not urlsplit: it drops tabs and newlines, ends the bucket at
+    "?" or "#", and raises ValueError of its own ("Invalid IPv6 URL"), so the
+    path shown would not be the object read.
+    """
+    if not uri.startswith("s3://"):
         raise BadWorkspace(f"not an S3 URI: {uri!r}")
-    bucket = parts.netloc
+    bucket, _, key = uri[len("s3://") :].partition("/")
     if not bucket:
         raise BadWorkspace(f"no bucket in {uri!r} (expected s3://bucket/...)")
-    if not _BUCKET_RE.match(bucket):
+    if not _BUCKET_RE.fullmatch(bucket):
         raise BadWorkspace(f"invalid bucket name {bucket!r} in {uri!r}")
-    key = uri[len("s3://") + len(bucket) :].lstrip("/")
     return bucket, key
 
 
