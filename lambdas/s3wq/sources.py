@@ -113,16 +113,18 @@ def _has_glob(text: str) -> bool:
     return any(c in text for c in _GLOB_CHARS)
 
 
-def _is_control(c: str) -> bool:
-    # C0 but the tab (a character keys may hold), DEL, and C1 (U+009B is a terminal's CSI, as ESC [ is).
-    return (c < " " and c != "\t") or "\x7f" <= c <= "\x9f"
+# What no source holds: C0 controls but the tab (a character keys may hold), DEL, and C1
+# (U+009B is a terminal's CSI, as ESC [ is).
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# C0 as bytes, named by their column before a line is decoded (DEL and C1 are named once it is).
+_C0_BYTES = re.compile(rb"[\x00-\x08\x0a-\x1f]")
 
 
 def _check_text(source: str) -> str | None:
     """Why ``source`` cannot be a path, or None if it can."""
     if not source:
         return "empty source"
-    if any(_is_control(c) for c in source):
+    if _CONTROL.search(source):
         return "control character in source"
     mistake = uri_mistake(source)
     if mistake:
@@ -262,25 +264,22 @@ def _bounded_lines(stream: Any, cap: int, name: str, max_bytes: int | None = Non
         yield head[:cap], long or len(head) > cap
 
 
-# Bytes no source holds: control characters but the tab, which keys may hold, and DEL (C1 is not ASCII: checked as text).
-_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
-
-
 def _line_problem(raw: bytes, long: bool) -> str | None:
     """Why the bytes of a manifest line (its newline and a trailing CR removed) are not a source, or None."""
     if long:
         return f"longer than {MAX_MANIFEST_LINE_BYTES:,} bytes: no S3 URI or local path is that long"
-    if raw.isascii() and not _CONTROL_BYTES.search(raw):
-        return None  # the common case, without a loop over the bytes in Python
-    for column, byte in enumerate(raw, start=1):
-        if byte < 0x20 and byte != 0x09:  # a tab is a character keys may hold
-            return f"{'NUL byte' if byte == 0 else f'control character 0x{byte:02x}'} at byte {column}"
+    found = _C0_BYTES.search(raw)
+    if found:
+        byte = raw[found.start()]
+        return f"{'NUL byte' if byte == 0 else f'control character 0x{byte:02x}'} at byte {found.start() + 1}"
+    if raw.isascii() and b"\x7f" not in raw:
+        return None  # the common case
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} ({exc.reason})"
-    control = next((c for c in text if _is_control(c)), None)
-    return None if control is None else f"control character U+{ord(control):04X}"
+    control = _CONTROL.search(text)
+    return None if control is None else f"control character U+{ord(control.group()):04X}"
 
 
 def iter_manifest(

@@ -594,7 +594,7 @@ class Worker:
                 # (not_enough_time), and the group is left to a worker with more.
                 if outcome == "not_enough_time":
                     walk.short[hash_] = group
-                if not isinstance(outcome, Held) and outcome in _SETTLED:
+                if outcome in _SETTLED:  # (a Held is none of them)
                     del waiting[hash_]
         self.report.stopped_reason = "not_enough_time" if self._still_pending(walk.short) else "queue_empty"
 
