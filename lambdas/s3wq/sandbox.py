@@ -65,6 +65,8 @@ class Returned:
 
     input_errors: int = 0
     inputs: tuple = ()
+    # What the run left running behind it, that had to be killed ("" if nothing): the run is then not done.
+    leftovers: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class Raised:
     error: str
     traceback: str = ""
     frame: ErrorFrame | None = None
+    # What the run left running behind it, that had to be killed ("" if nothing).
+    leftovers: str = ""
 
 
 def processor_traceback(exc: BaseException) -> list[str]:
@@ -196,11 +200,12 @@ class ProcessorHost:
             return self._died(self._process.returncode)
         if message[0] == "died":
             return self._died(message[1], message[2])
+        leftovers = "threads or processes" if message[-1] is True else (message[-1] or "")
         if message[0] == "done":
-            end: Returned | Raised = Returned(message[1], tuple(message[2]))
+            end: Returned | Raised = Returned(message[1], tuple(message[2]), leftovers=leftovers)
         else:
-            end = Raised(message[1], message[2], message[3])
-        if message[-1]:  # leftovers
+            end = Raised(message[1], message[2], message[3], leftovers=leftovers)
+        if leftovers:
             self.kill()
         return end
 
