@@ -31,12 +31,13 @@ ERROR = "error"  # the processor raised, or its host process died
 TIMEOUT = "timeout"  # stopped at the worker's deadline
 LOST = "lost"  # the holder vanished: its lock went stale
 INTERRUPTED = "interrupted"  # SIGINT or SIGTERM: the operator stopped the worker
+LEFTOVER = "leftover"  # the run left threads or processes running, killed or waited for: the run is not done
 OPERATOR = "operator"  # released by `s3wq release-locks` for a worker known to be dead
 REQUEUED = "requeued"  # put back by `s3wq requeue-failed`
 # Released instead of deleted, on a store that cannot delete on a condition:
-# the group is done (its done flag says so), or its claim was given back unrun.
+# the group is done (its done flag says so). A claim given back unrun is handed back as interrupted.
 FINISHED = "finished"
-OUTCOMES = (ERROR, TIMEOUT, LOST, INTERRUPTED, OPERATOR, REQUEUED, FINISHED)
+OUTCOMES = (ERROR, TIMEOUT, LOST, INTERRUPTED, LEFTOVER, OPERATOR, REQUEUED, FINISHED)
 
 
 _HASH_RE = re.compile(r"[0-9a-f]{40}")

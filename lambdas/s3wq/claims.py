@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from . import clock, layout
 from .backends import Backend
 from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
-from .bodies import ERROR, FAILED, FINISHED, RELEASED, LockBody, load_object, now_iso
+from .bodies import ERROR, FAILED, FINISHED, INTERRUPTED, RELEASED, LockBody, load_object, now_iso
 from .errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound, UnsupportedStore, WriteConflict
 from .index import Group
 from .tracebacks import ErrorFrame
@@ -429,33 +429,56 @@ class ClaimProtocol:
         return self._rewrite(claim, body) is not None
 
     def release(self, claim: Claim) -> bool:
-        """Delete our lock only if it is still ours; False if it had been taken over or removed.
+        """Delete our lock on a finished group (done or failed flag written) if still ours; False if it was taken over or removed.
 
         On a store that cannot delete on a condition (LocalStack's S3 answers
-        501), the lock is instead rewritten as released, on our ETag, which
-        keeps the one guarantee that matters: nothing written after a taker's
-        write. A released lock is claimable at once, like a missing one; the
-        next claimant of a done group finds its done flag and releases it
-        again. A worker learns which before its first claim (probe_store);
-        a protocol used without the probe switches to rewriting for good at
-        its first 501.
+        501), the lock is instead rewritten as released, outcome finished, on
+        our ETag, which keeps the one guarantee that matters: nothing written
+        after a taker's write. A released lock is claimable at once, like a
+        missing one; the next claimant of a done group finds its done flag and
+        releases it again. A worker learns which before its first claim
+        (probe_store); a protocol used without the probe switches to
+        rewriting for good at its first 501.
         """
-        if self.conditional_delete:
-            try:
-                self.backend.delete(layout.lock_key(claim.hash), claim.etag)
-                return True
-            except ConditionalDeleteUnsupported:
-                log.warning("the store cannot delete on a condition: locks are released by rewriting them instead")
-                self.conditional_delete = False
-            except ObjectChanged:
-                return False
-            except ObjectNotFound:
-                # Our own earlier delete whose response was lost, or an operator's cleanup.
-                return True
+        deleted = self._delete_own(claim)
+        if deleted is not None:
+            return deleted
         body = claim.body.rewritten(state=RELEASED, outcome=FINISHED, counted=False, needs_seconds=None)
         try:
             return self._rewrite(claim, body) is not None
         except ObjectNotFound:
+            return True
+
+    def give_back_unrun(self, claim: Claim, why: str) -> bool:
+        """Give up a claim whose group never ran under it; False if we had lost it.
+
+        A lock the claim created, at attempt 1, is deleted where the store can
+        delete on a condition: as if it had never been claimed. Any other (one
+        taken over, or any lock where the store cannot delete on a condition)
+        is handed back as it was, outcome interrupted with ``why``, uncounted:
+        never outcome finished, which says that the group is done.
+        """
+        if claim.created and claim.attempt == 1:
+            deleted = self._delete_own(claim)
+            if deleted is not None:
+                return deleted
+        return self.hand_back(claim, INTERRUPTED, counted=False, error=why)
+
+    def _delete_own(self, claim: Claim) -> bool | None:
+        """Delete our lock on our ETag: whether it was still ours; None if the store cannot delete on a condition."""
+        if not self.conditional_delete:
+            return None
+        try:
+            self.backend.delete(layout.lock_key(claim.hash), claim.etag)
+            return True
+        except ConditionalDeleteUnsupported:
+            log.warning("the store cannot delete on a condition: locks are released by rewriting them instead")
+            self.conditional_delete = False
+            return None
+        except ObjectChanged:
+            return False
+        except ObjectNotFound:
+            # Our own earlier delete whose response was lost, or an operator's cleanup.
             return True
 
 

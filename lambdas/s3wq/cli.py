@@ -498,8 +498,9 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_release_locks(args: argparse.Namespace) -> int:
-    released = release_locks(_backend(args.workspace), args.worker_id)
-    _emit(args, {"released": released}, lambda d: f"released {_plural(len(d['released']), 'lock')} held by {args.worker_id}")
+    released = release_locks(_backend(args.workspace), worker_id=args.worker_id, owner=args.owner, force=args.force)
+    holder = f"worker id {args.worker_id}" if args.owner is None else f"owner {args.owner}"
+    _emit(args, {"released": released}, lambda d: f"released {_plural(len(d['released']), 'lock')} held by {holder}")
     return EXIT_OK
 
 
@@ -655,8 +656,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the worker does")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_OneLineErrors)
 
-    def add(name: str, help_: str, example: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}", formatter_class=formatter)
+    def add(name: str, help_: str, *examples: str) -> argparse.ArgumentParser:
+        epilog = ("example:" if len(examples) == 1 else "examples:") + "".join(f"\n  {e}" for e in examples)
+        p = sub.add_parser(name, help=help_, description=help_, epilog=epilog, formatter_class=formatter)
         p.add_argument("--json", action="store_true", help="print one JSON object")
         # -v after the command too (SUPPRESS: absent here, the one before the command stands).
         p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log what the worker does")
@@ -815,10 +817,21 @@ def build_parser() -> argparse.ArgumentParser:
         "release-locks",
         "Hand back the groups a dead worker holds, so others take them now instead of when its leases end. "
         "Only for a worker known to be dead: a live one keeps running until its next renewal.",
-        "s3wq release-locks s3://my-bucket/run1 --worker-id gpu-box-3",
+        "s3wq inspect s3://my-bucket/run1 HASH          # the lock's owner: gpu-box-3:5f0c...",
+        "s3wq release-locks s3://my-bucket/run1 --owner gpu-box-3:5f0c...",
+        "s3wq release-locks s3://my-bucket/run1 --worker-id gpu-box-3 --force",
     )
     p.add_argument("workspace", help=WORKSPACE_HELP)
-    p.add_argument("--worker-id", required=True, help="the dead worker's id, as `s3wq inspect` shows it")
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument(
+        "--owner", metavar="TOKEN", help="one dead worker instance: a lock's owner token, as `s3wq inspect` shows it (live leases too)"
+    )
+    who.add_argument(
+        "--worker-id",
+        metavar="ID",
+        help="every worker of this id; live leases refused without --force (a restarted worker has the same id)",
+    )
+    p.add_argument("--force", action="store_true", help="with --worker-id: release live leases too")
     p.set_defaults(func=cmd_release_locks)
 
     local = sub.add_parser(

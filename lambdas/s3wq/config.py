@@ -120,11 +120,13 @@ class WorkerSettings:
     def backoff_before(self, attempt: int) -> float:
         """Seconds to wait before running ``attempt`` (2 or later) of a group whose last run raised.
 
-        A third of the lease at most: the lock is not renewed while the worker waits.
+        A third of the lease at most, or of the foreign timeout if shorter (olmocr's workers judge a lock
+        by its age alone): the lock is not renewed while the worker waits.
         """
         if attempt < 2 or self.retry_backoff == 0:
             return 0.0
-        return min(self.retry_backoff * 2 ** (attempt - 2), MAX_RETRY_BACKOFF_SECONDS, self.effective_lease / 3)
+        held_without_renewal = min(self.effective_lease, self.foreign_lock_timeout)
+        return min(self.retry_backoff * 2 ** (attempt - 2), MAX_RETRY_BACKOFF_SECONDS, held_without_renewal / 3)
 
     def run_budget(self, seconds: float) -> float:
         """What a run may be given of ``seconds`` the worker has left: no more than the group timeout."""

@@ -6,7 +6,10 @@ the lock, measured on its own clock (:mod:`s3wq.clock`), less a margin for
 stopping the processor and for the two clocks' drift. S3 stamps the write's
 Last-Modified no earlier than we sent it, and a taker calls the lock stale
 only once S3's own clock says it is older than the lease, so no taker can
-start before that moment.
+start before that moment. The strictest judge decides: an olmocr worker
+calls a lock stale once it is older than the foreign timeout, whatever our
+lease, so a lease longer than that is good only as long as the foreign
+timeout (``hold_seconds``).
 
 While the run would otherwise outlive that lease, the keeper renews it every
 third of a lease (a conditional write on our own ETag), so a group may run
@@ -91,12 +94,23 @@ class LeaseKeeper:
 
     def _written(self, claim: Claim) -> None:
         self.claim = claim
-        self.state.valid_until = claim.sent_at + claim.lease_seconds - self.margin
-        self._covered_until = claim.sent_at + self.hold_seconds - self.margin
+        self.state.valid_until = claim.sent_at + self.hold_seconds - self.margin
         self._next_renewal = claim.sent_at + self.hold_seconds * RENEW_FRACTION
 
+    def renewal_due(self) -> bool:
+        """Whether the lock should be written before the run starts: its lease is over, or a renewal is due.
+
+        The worker asks before the processor starts (a claim made ahead of a
+        long run, a slow store since), and renews then, synchronously. The
+        keeper's own renewals go out once the run is under way: one due at
+        the start would leave the run's first moments to a lock that a taker
+        may judge stale before the renewal lands.
+        """
+        now = clock.now()
+        return now >= self.state.valid_until or (self._renewing() and now >= self._next_renewal)
+
     def _renewing(self) -> bool:
-        return self.stop_at is None or self.stop_at > self._covered_until
+        return self.stop_at is None or self.stop_at > self.state.valid_until
 
     def stop_by(self) -> float:
         """The latest moment the processor may still run, if nothing changes."""

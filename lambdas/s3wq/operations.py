@@ -8,6 +8,7 @@ write on the ETag just read, so it never overwrites a change it did not see.
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -28,6 +29,7 @@ from .status import (
     read_locks,
     scan_flags,
 )
+from .wording import plural
 
 # Conditional writes that lose to a concurrent change are retried after a
 # fresh read; a lock that keeps changing is being worked on: leave it.
@@ -79,6 +81,10 @@ def list_failures(backend: Backend) -> list[dict]:
 
 def _lock_view(lock: LockState) -> dict:
     view: dict = {"age_seconds": round(lock.age_seconds, 1), "etag": lock.etag, "lease_seconds": lock.lease_seconds}
+    if math.isinf(lock.age_seconds):
+        # A local directory's lock written before this machine last booted: its writer is gone, whatever its lease.
+        del view["age_seconds"]
+        view["written_before_last_boot"] = True
     if lock.live:
         view["stale_in_seconds"] = round(lock.stale_in, 1)
     body = lock.body
@@ -402,27 +408,58 @@ def workspace_problems(backend: Backend) -> dict:
     return {"input_error_groups": input_error_groups, **manifest_problems(backend)}
 
 
-def release_locks(backend: Backend, worker_id: str) -> list[str]:
-    """Hand back every group whose lock is held by ``worker_id``; return their hashes.
+# Owner tokens a refused release-locks names, at most (one a worker instance).
+_OWNERS_NAMED = 3
 
-    For a worker known to be dead (a machine that crashed): its groups become
-    claimable at once instead of when its leases run out. Against a worker
-    that is in fact alive this is unsafe -- it keeps running until it next
-    renews its lease and finds the lock changed, or until its run ends -- so
-    the command refuses nothing but says so.
+
+def _held_by(locks: dict[str, LockState], *, worker_id: str | None, owner: str | None) -> dict[str, LockState]:
+    """The held locks of a worker id, or of the one claim ``owner`` and the claim its worker made ahead of it."""
+    held = {h: lock for h, lock in locks.items() if lock.body is not None and lock.body.state == HELD}
+    if owner is None:
+        return {h: lock for h, lock in held.items() if lock.body.worker_id == worker_id}
+    named = {h: lock for h, lock in held.items() if lock.body.owner == owner}
+    # A claim ahead names the claim its worker was running: while that one is
+    # held, both are this one instance's (once it is not, a claim ahead naming
+    # it may be running in a live worker that went on).
+    ahead = {h: lock for h, lock in held.items() if named and lock.body.behind_owner == owner}
+    return {**named, **ahead}
+
+
+def release_locks(backend: Backend, *, worker_id: str | None = None, owner: str | None = None, force: bool = False) -> list[str]:
+    """Hand back the groups whose locks one worker holds, named by its id or by one claim's owner token; return their hashes.
+
+    For a worker known to be dead: its groups become claimable at once, at
+    no attempt, rather than when its leases run out. A worker id is a name,
+    not one worker (a machine that rebooted and started again under it holds
+    its new groups under it), so a live lease of that id is released only
+    with ``force``; without it BadInput names the owner tokens to use, and
+    nothing changes. ``owner`` (what ``inspect`` shows) names one instance:
+    that claim's lock and the one the instance claimed ahead behind it go,
+    live or not. A worker that is in fact alive runs on until its next
+    renewal finds the lock changed, or its run ends. Each rewrite is
+    conditional on the ETag just read: a lock renewed meanwhile stays.
     """
-    if not worker_id:
-        raise BadInput("a worker id is required")
+    if (worker_id is None) == (owner is None) or not (worker_id or owner):
+        raise BadInput("name the worker: a worker id, or one claim's owner token")
     hashes = sorted(listed_hashes(backend, layout.LOCKS_PREFIX, layout.LOCK_SUFFIX))
+    matched = _held_by(read_locks(backend, hashes), worker_id=worker_id, owner=owner)
+    live = {h: lock for h, lock in matched.items() if lock.live}
+    if live and owner is None and not force:
+        # One token an instance: the claim it runs, not the one it made ahead behind it.
+        live_owners = {lock.body.owner for lock in live.values()}
+        owners = sorted(lock.body.owner for lock in live.values() if lock.body.behind_owner not in live_owners)
+        named = ", ".join(f"--owner {o}" for o in owners[:_OWNERS_NAMED]) + (", ..." if len(owners) > _OWNERS_NAMED else "")
+        raise BadInput(
+            f"{plural(len(live), 'lock')} held by worker id {worker_id} {'has' if len(live) == 1 else 'have'} a live lease "
+            f"(a worker restarted under that id holds its groups under it too): nothing released; name the dead instance "
+            f"({named}, as s3wq inspect shows it), or give --force to release every lock of {worker_id}"
+        )
     released = []
-    for hash_, lock in read_locks(backend, hashes).items():
-        body = lock.body
-        if body is None or body.state != HELD or body.worker_id != worker_id:
-            continue
-        handed_back = body.rewritten(state=RELEASED, outcome=OPERATOR, counted=False, error=f"released by an operator at {now_iso()}")
+    for hash_, lock in matched.items():
+        handed_back = lock.body.rewritten(state=RELEASED, outcome=OPERATOR, counted=False, error=f"released by an operator at {now_iso()}")
         try:
             backend.replace(layout.lock_key(hash_), handed_back.encode(), lock.etag)
         except (ObjectChanged, ObjectNotFound):
             continue  # changed since we read it: its holder is alive, or it was finished
         released.append(hash_)
-    return released
+    return sorted(released)

@@ -45,9 +45,11 @@ class ProcessorContext:
 
     ``owner`` (unique to this claim) and ``attempt`` are what a processor
     passes along to fence its own side effects; ``claim_is_held()`` is True
-    while the worker certainly still holds the group's lock. The worker stops
-    a processor before its lease can end, but a store a processor writes to
-    itself can refuse a write that carries an out-of-date owner.
+    while the worker certainly still holds the group's lock, and False from
+    the moment the run ends (the processor returned or raised), so that a
+    thread it left behind can tell. The worker stops a processor before its
+    lease can end, but a store a processor writes to itself can refuse a
+    write that carries an out-of-date owner.
     """
 
     worker_id: str
@@ -58,6 +60,7 @@ class ProcessorContext:
     owner: str = ""
     _held: Callable[[], bool] = field(default=_always_held, repr=False)
     _s3: Any = field(default=None, repr=False)
+    _run_over: bool = field(default=False, repr=False)
     # What read_input may read: on Lambda, s3:// inputs in the deployment's locations only.
     input_policy: InputPolicy = ANYTHING
     # Inputs the processor could not use, as it reported them; the first
@@ -80,7 +83,12 @@ class ProcessorContext:
         return max(0.0, self.deadline - time.time())
 
     def claim_is_held(self) -> bool:
-        return self._held()
+        """True while the run goes on and its claim is certainly held; False once the run has ended, whatever the lease says."""
+        return not self._run_over and self._held()
+
+    def end_run(self) -> None:
+        """The runner's, as the processor returns or raises: the claim is the worker's alone from now on."""
+        self._run_over = True
 
     def _s3_client(self) -> Any:
         if self._s3 is None:

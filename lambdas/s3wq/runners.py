@@ -8,10 +8,19 @@
   embedded in a program. A thread cannot be stopped, so when a run must end
   its keeper kills the whole process with SIGKILL, as Lambda kills an
   invocation at its timeout, and on Linux a kernel timer stands behind the
-  keeper (:mod:`s3wq.killtimer`); the lock is then left to go stale.
+  keeper (:mod:`s3wq.killtimer`); the lock is then left to go stale. A run
+  that returns or raises while threads it started still run (or, on Linux,
+  direct child processes) is not over: ``run`` waits for them, keeping the
+  lease and that rule, and says what they were (``leftovers``).
 
-Either way nothing runs past its lease, and ``run`` returns only once the
-processor can do nothing more.
+  It does not contain processes. A child that leaves (``sh -c 'helper &'``,
+  a double fork, a daemon), or any child once the process is killed, runs
+  on beside the group's next holder. Only the processor host holds a run's
+  processes: embed ``Worker(backend, None, settings,
+  runner=HostRunner(ProcessorHost(spec, workspace_uri)))`` for that.
+
+Either way nothing the run started in Python runs past its lease, and
+``run`` returns only once the processor can do nothing more.
 """
 
 from __future__ import annotations
@@ -19,28 +28,34 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from . import clock
 from .backends import Backend
+from .containment import describe_leftovers, idle_pool_worker
 from .index import Group
 from .killtimer import KillTimer, process_kill_timer
 from .lease import LeaseKeeper
 from .processors import Processor, ProcessorContext
-from .sandbox import ProcessorHost, Raised, Returned, one_line_error, processor_traceback
+from .sandbox import ProcessorHost, Raised, Returned, Unkillable, one_line_error, processor_traceback
 from .stopping import GracefulStop
 from .tracebacks import own_frame, processor_roots
 
 log = logging.getLogger("s3wq")
 
 INTERRUPTED = "interrupted"
+# A process of the run would not die (uninterruptible sleep, another user's), or its host could not show it did:
+# like a lost lock, nothing is written and the lock is left to go stale -- the lease a taker honours covers it.
+UNKILLABLE = "unkillable"
 
 
 @dataclass(frozen=True)
 class Stopped:
-    """The worker stopped the run: ``timeout``, ``lost``, ``expired`` or ``interrupted``."""
+    """The worker stopped the run: ``timeout``, ``lost``, ``expired``, ``interrupted`` or ``unkillable``."""
 
     reason: str
 
@@ -55,27 +70,32 @@ class Runner(Protocol):
     def run(self, group: Group, keeper: LeaseKeeper, *, deadline_epoch: float) -> RunEnd:
         """Run the processor on ``group`` while ``keeper`` holds its lease; return once it can do nothing more."""
 
+    @property
+    def run_contained(self) -> bool:
+        """False while a process of a run that ended by an exception (KeyboardInterrupt) may still live: its group must not be handed back."""
+
 
 class HostRunner:
     def __init__(self, host: ProcessorHost, *, stop: GracefulStop | None = None):
         self.host = host
         self.stop = stop
         self._wake = stop.fds if stop else []
+        self._contained = True
         if stop is not None:
             stop.on_second_signal(self._kill_host_now)
 
     def _kill_host_now(self) -> None:
-        process = self.host._process
-        if process is not None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        self.host.kill_now()  # the warden ends the host, and again when the worker's exit reaches it
 
     def prepare(self) -> bool:
         return self.host.start(self._wake)
 
+    @property
+    def run_contained(self) -> bool:
+        return self._contained
+
     def run(self, group: Group, keeper: LeaseKeeper, *, deadline_epoch: float) -> RunEnd:
+        self._contained = True
         if not self.host.start(self._wake):
             return Stopped(INTERRUPTED)
         verdict = keeper.tick()  # a host restarted after a crash may have taken the lease's time
@@ -90,27 +110,133 @@ class HostRunner:
         try:
             while True:
                 end = self.host.wait(min(keeper.next_wakeup() - clock.now(), keeper.wait_slice), self._wake)
+                if isinstance(end, Unkillable):
+                    return Stopped(UNKILLABLE)
                 if end is not None:
                     return end
                 if self.stop is not None and self.stop.requested:
-                    self.host.kill()
-                    return Stopped(INTERRUPTED)
+                    return Stopped(INTERRUPTED if self.host.kill() else UNKILLABLE)
                 verdict = keeper.tick()
                 if verdict is not None:
-                    self.host.kill()
-                    return Stopped(verdict)
+                    return Stopped(verdict if self.host.kill() else UNKILLABLE)
                 if keeper.state.valid_until != reported:
                     reported = keeper.state.valid_until
                     self.host.lease(reported)
         except BaseException:
             # A KeyboardInterrupt with no GracefulStop installed, say: the
             # processor must be stopped before the caller hands the group back.
-            self.host.kill()
+            self._contained = self.host.kill()
             raise
 
 
 # The keeper stops the process at the lease's margin; the kernel timer, a little later, if the keeper could not.
 _KERNEL_GRACE_SECONDS = 0.25
+# s3wq names every thread it starts in a worker so (the lease keeper, its
+# renewals, the claim made ahead): one may be busy as a run ends, and none is the run's.
+S3WQ_THREAD_PREFIX = "s3wq-"
+# How long the runner waits on one leftover thread before it looks at them all again.
+_LEFTOVER_POLL_SECONDS = 0.05
+_LEFTOVER_NAME_CHARS = 40
+
+
+@dataclass(frozen=True)
+class _Running:
+    """What runs in this process beside the worker: Python threads, and (Linux) direct child processes.
+
+    ``idle_pool`` are the threads that were pool workers waiting for work:
+    a job the run gives one of them is the run's.
+    """
+
+    threads: frozenset[threading.Thread]
+    idle_pool: frozenset[threading.Thread]
+    children: frozenset[int]
+
+    @classmethod
+    def now(cls) -> _Running:
+        threads = threading.enumerate()
+        frames = sys._current_frames()
+        idle = frozenset(t for t in threads if t.ident in frames and idle_pool_worker(frames[t.ident]))
+        return cls(frozenset(threads), idle, frozenset(_running_children()))
+
+
+def _proc_text(pid: int, name: str) -> str:
+    try:
+        with open(f"/proc/{pid}/{name}") as file:
+            return file.read()
+    except OSError:  # gone meanwhile
+        return ""
+
+
+def _running_children() -> set[int]:
+    """This process's direct children that still run (Linux: /proc; none are seen elsewhere). A zombie has stopped."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return set()
+    pids: set[int] = set()
+    for task in tasks:
+        pids.update(int(pid) for pid in _proc_text(os.getpid(), f"task/{task}/children").split())
+    # The state is the first field after the command, which is in parentheses and may hold anything.
+    return {pid for pid in pids if _proc_text(pid, "stat").rpartition(")")[2].split()[:1] not in ([], ["Z"], ["X"])}
+
+
+def _left_running(before: _Running) -> tuple[list[threading.Thread], list[int]]:
+    """The threads and child processes started since ``before`` that still run, and the pool workers it set to work.
+
+    s3wq's own threads and idle pool workers aside.
+    """
+    # A thread counts while it is listed, whatever its frames say: one that
+    # ends between the two reads has started any thread of its own by then.
+    threads = [
+        t
+        for t in threading.enumerate()
+        if (t not in before.threads or t in before.idle_pool)
+        and not t.name.startswith(S3WQ_THREAD_PREFIX)
+        # Started by native code: it can be neither joined nor told alive.
+        and not isinstance(t, threading._DummyThread)
+    ]
+    frames = sys._current_frames()
+    threads = [t for t in threads if not (t.ident in frames and idle_pool_worker(frames[t.ident]))]
+    return threads, sorted(_running_children() - before.children)
+
+
+def _printable(name: str) -> str:
+    """A thread's name as a leftovers line shows it: any text a processor gave it, cut short and made printable."""
+    return "".join(c if c.isprintable() else "?" for c in name[:_LEFTOVER_NAME_CHARS])
+
+
+def _wait_for_leftovers(before: _Running, group: Group, ended: str) -> str:
+    """Wait until the threads and child processes the run left have ended; what they were (``describe_leftovers``, "" if none).
+
+    The caller keeps the lease meanwhile, and its rule: at the lease's end
+    or the deadline, its keeper kills the process.
+    """
+    started = time.monotonic()
+    threads: dict[threading.Thread, str] = {}
+    processes: dict[int, str] = {}
+    try:
+        while True:
+            running, children = _left_running(before)
+            if not running and not children:
+                break
+            if not threads and not processes:
+                log.warning("group %s: the run %s with threads or processes still running; waiting for them", group.hash, ended)
+            threads.update((t, _printable(t.name)) for t in running if t not in threads)
+            processes.update((pid, _proc_text(pid, "comm").strip() or "?") for pid in children if pid not in processes)
+            if running:
+                running[0].join(_LEFTOVER_POLL_SECONDS)
+            else:
+                time.sleep(_LEFTOVER_POLL_SECONDS)
+    except BaseException:
+        # A second Ctrl-C, say: the group must not be handed back while they run, and they cannot be stopped.
+        log.critical("group %s: interrupted while what the run left still runs; stopping the process", group.hash)
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise
+    if not threads and not processes:
+        return ""
+    what = describe_leftovers(list(processes.values()), list(threads.values()))
+    log.warning("group %s: %s ran on for %.1f s after the run %s", group.hash, what, time.monotonic() - started, ended)
+    return what
 
 
 class InProcessRunner:
@@ -128,7 +254,22 @@ class InProcessRunner:
     def prepare(self) -> bool:
         return True
 
+    @property
+    def run_contained(self) -> bool:
+        return True  # run() returns or raises only once what the run left has ended, or the process is killed
+
+    def _call(self, group: Group, ctx: ProcessorContext) -> Returned | Raised:
+        try:
+            self.processor(group, ctx)
+            return Returned(ctx.input_error_count, tuple(ctx.input_errors))
+        except Exception as exc:  # a processor failure is an attempt, never a crash of the worker
+            return Raised(one_line_error(exc), "".join(processor_traceback(exc)), own_frame(exc, self._roots))
+        finally:
+            ctx.end_run()  # a thread the processor left must not go on believing it holds the group
+
     def run(self, group: Group, keeper: LeaseKeeper, *, deadline_epoch: float) -> RunEnd:
+        """Run the processor here; return once it and every thread (and child process) it started have ended."""
+        before = _Running.now()
         finished = threading.Event()
         timer = self._kernel_timer()
         armed_for = keeper.stop_by()
@@ -163,10 +304,13 @@ class InProcessRunner:
             _held=keeper.state.held,
         )
         try:
-            self.processor(group, ctx)
-            return Returned(ctx.input_error_count, tuple(ctx.input_errors))
-        except Exception as exc:  # a processor failure is an attempt, never a crash of the worker
-            return Raised(one_line_error(exc), "".join(processor_traceback(exc)), own_frame(exc, self._roots))
+            try:
+                end = self._call(group, ctx)
+            except BaseException:  # KeyboardInterrupt: the worker hands the group back, so nothing of the run may go on
+                _wait_for_leftovers(before, group, "was interrupted")
+                raise
+            leftovers = _wait_for_leftovers(before, group, "returned" if isinstance(end, Returned) else "raised")
+            return replace(end, leftovers=leftovers) if leftovers else end
         finally:
             finished.set()
             keeper_thread.join()  # before disarming: the keeper may be re-arming the timer

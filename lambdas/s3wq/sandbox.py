@@ -5,58 +5,70 @@ GPU call, so a worker that must stop its processor before its lease ends
 runs it in a separate process, as Lambda runs a handler in a sandbox it can
 kill. The host loads the processor once and runs groups one after another,
 so a model a processor loads at import stays loaded between groups; only a
-stop (timeout, lost lease, Ctrl-C) costs a new host.
+stop (timeout, lost lease, Ctrl-C), or a thread a run left running, costs a
+new host.
 
-The host is a warden process that forks the runner (see "host side" below),
+The host is a warden process that forks the runner (:mod:`s3wq.warden`),
 both in a session of their own, so that a Ctrl-C in the terminal reaches
-only the worker. Any one of these ends the host with everything the
-processor started:
+only the worker. On Linux the warden is the child subreaper of every process
+the processor starts, however it detaches (a shell's ``&``, a double fork,
+``setsid``), and finds them all in /proc (:mod:`s3wq.containment`). The
+warden, never the worker, ends them:
 
-* the worker kills the host's process group (SIGKILL) when a run must end,
-  and when the processor leaves threads or processes running behind it;
-* the warden ends the group when the worker dies (its pipe closes, and on
-  Linux the kernel tells it: PR_SET_PDEATHSIG), and when the lease the worker
-  last reported runs out -- a kernel timer on the suspend-aware clock wakes
-  it (:mod:`s3wq.killtimer`), so a worker that is stuck or frozen (SIGSTOP),
-  or a machine waking from sleep past the lease, cannot delay it;
+* when a run ends (it returned or raised), the warden kills what the run
+  left running -- every process below it but the runner and what the module
+  started at import -- before it tells the worker, and its lease timer stays
+  armed until they are gone, so a frozen worker cannot delay it; the reply
+  names them (``leftovers``). Threads the run left running (not the module's
+  own, nor an idle worker of a stdlib thread pool) cannot be stopped alone:
+  the warden then ends the whole host, and the next group gets a new one;
+* it ends every process of the host when the worker dies (its pipe closes,
+  and on Linux the kernel tells it: PR_SET_PDEATHSIG), when the worker asks
+  (:meth:`ProcessorHost.kill`, which returns once they are gone), when the
+  runner dies, and when the lease the worker last reported runs out -- a
+  kernel timer on the suspend-aware clock wakes it (:mod:`s3wq.killtimer`),
+  so a worker that is stuck or frozen (SIGSTOP), or a machine waking from
+  sleep past the lease, cannot delay it;
 * the runner's own kernel timer kills it at the same moment, even while the
   processor holds the GIL in native code.
 
+Off Linux (macOS: no subreaper, no /proc) the warden ends the host's
+process group instead, and sees only threads left running: a process that
+left the group (``setsid``) escapes, and one left in it runs until the host
+ends.
+
+This module is the worker's side.
+
 Wire format (pickled tuples over a socket pair):
 worker -> host: ("run", hash, paths, worker_id, attempt, owner, deadline_epoch, held_until), ("lease", held_until), ("exit",)
-host -> worker: ("ready",) | ("load_error", message) first, then per run ("done", input errors, the first of them, leftovers) |
-                ("raised", error, traceback, the processor's own frame, leftovers) | ("died", exit code, lease over)
+host -> worker: ("ready", contained) | ("load_error", message) first, then per run
+                ("done", input errors, the first of them, leftovers, host ending) |
+                ("raised", error, traceback, the processor's own frame, leftovers, host ending) | ("died", exit code, lease over)
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Sequence
 
 from . import clock
-from .errors import ProcessorNotFound, S3wqError
-from .inputs import ANYTHING, InputPolicy, policy_from_json, policy_to_json
-from .killtimer import KillTimer
-from .tracebacks import ErrorFrame, own_frame, processor_roots
+from .errors import ProcessorNotFound
+from .inputs import ANYTHING, InputPolicy, policy_to_json
+from .tracebacks import ErrorFrame
+from .warden import EXIT_ENDED
 
-# The host stops itself this long after the lease the worker reported, if
-# the worker has not stopped it first; less than the worker's lease margin.
-_SELF_STOP_GRACE_SECONDS = 0.25
-_WATCH_SLICE_SECONDS = 0.5
-_PR_SET_PDEATHSIG = 1
 MAX_TRACEBACK_CHARS = 8000
-# Not ``-m s3wq.sandbox``: the package imports this module before runpy would run it as __main__.
-_HOST_ENTRY = "import sys; from s3wq.sandbox import host_main; host_main(sys.argv[1:])"
+# How long kill() waits for the warden to end the host: longer than the warden keeps trying itself.
+KILL_WAIT_SECONDS = 15.0
+# Not ``-m s3wq.warden``: the package imports it before runpy would run it as __main__.
+_HOST_ENTRY = "import sys; from s3wq.warden import host_main; host_main(sys.argv[1:])"
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,11 @@ class Raised:
     frame: ErrorFrame | None = None
     # What the run left running behind it, that had to be killed ("" if nothing).
     leftovers: str = ""
+
+
+@dataclass(frozen=True)
+class Unkillable:
+    """A process of the host would not die, or the host could not show that it did: the run is not known to be over."""
 
 
 def processor_traceback(exc: BaseException) -> list[str]:
@@ -103,6 +120,13 @@ def _describe_exit(code: int | None, lease_over: bool = False) -> str:
     return f"the processor host exited with code {code}"
 
 
+def _signal_quietly(pid: int, signum: int, *, group: bool = False) -> None:
+    try:
+        (os.killpg if group else os.kill)(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 class ProcessorHost:
     """Worker side of a processor host: start it, run a group, tell it about the lease, kill it."""
 
@@ -114,6 +138,8 @@ class ProcessorHost:
         self._process: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._held_until = 0.0  # the lease the host last heard of
+        # Whether the host's warden sees every process it holds (Linux), or ends its process group (elsewhere).
+        self._contained = False
         self.starts = 0
 
     @property
@@ -161,6 +187,7 @@ class ProcessorHost:
             reason = message[1] if message and message[0] == "load_error" else _describe_exit(self._process.poll())
             self.kill()
             raise ProcessorNotFound(reason)
+        self._contained = message[1]
         return True
 
     def _receive(self) -> tuple | None:
@@ -183,11 +210,11 @@ class ProcessorHost:
         self._held_until = held_until
         self._send(("lease", held_until))
 
-    def wait(self, timeout: float, wake_fds: Sequence[int] = ()) -> Returned | Raised | None:
+    def wait(self, timeout: float, wake_fds: Sequence[int] = ()) -> Returned | Raised | Unkillable | None:
         """The run's end if it came within ``timeout`` (None otherwise, or when a wake fd fired).
 
-        A processor that left threads or processes running behind it ends
-        its host too: they must not go on working on a group handed back.
+        The warden has ended what the run left running before it replies.
+        When that was threads, the host ends too: this returns once it has.
         """
         ready = wait([self._conn, *wake_fds], timeout=max(0.0, timeout))
         if self._conn not in ready:
@@ -195,37 +222,60 @@ class ProcessorHost:
                 return self._died(self._process.returncode)
             return None
         message = self._receive()
-        if message is None:
-            self._process.wait()
-            return self._died(self._process.returncode)
-        if message[0] == "died":
-            return self._died(message[1], message[2])
-        leftovers = "threads or processes" if message[-1] is True else (message[-1] or "")
-        if message[0] == "done":
-            end: Returned | Raised = Returned(message[1], tuple(message[2]), leftovers=leftovers)
-        else:
-            end = Raised(message[1], message[2], message[3], leftovers=leftovers)
-        if leftovers:
-            self.kill()
+        if message is None:  # the warden exited (it holds the other end alone)
+            return self._died(None)
+        kind, *fields = message
+        if kind == "died":
+            return self._died(fields[0], fields[1])
+        *details, leftovers, host_ending = fields
+        end = Returned(details[0], tuple(details[1]), leftovers=leftovers) if kind == "done" else Raised(*details, leftovers=leftovers)
+        if host_ending and not self.kill():
+            return Unkillable()
         return end
 
-    def _died(self, code: int | None, lease_over: bool = False) -> Raised:
-        self.kill()
+    def _died(self, code: int | None, lease_over: bool = False) -> Raised | Unkillable:
+        """The runner died (``code``: its exit code), or the warden did (None: its own)."""
+        warden = self._process
+        if not self.kill():
+            return Unkillable()
+        if code is None:
+            code = warden.returncode
         # The host ends itself at the lease it last heard of; a death after that is its doing.
         return Raised(_describe_exit(code, lease_over or clock.now() >= self._held_until))
 
-    def kill(self) -> None:
-        """Stop the host and everything it started, and return once they are gone."""
+    def kill_now(self) -> None:
+        """Ask the warden to end the host, without waiting (a second Ctrl-C: the worker exits at once)."""
         if self._process is not None:
-            try:
-                os.killpg(self._process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self._process.wait()
+            _signal_quietly(self._process.pid, signal.SIGTERM)
+
+    def kill(self) -> bool:
+        """Have the warden end every process of the host, and return once they are gone.
+
+        False if they are not known to be gone: one would not die (the warden
+        says so), or the warden itself did not end within KILL_WAIT_SECONDS
+        (it is then killed with its process group, and whatever left the
+        group may still run). The caller must then leave the group's lock to
+        go stale: nothing it writes may land beside a process of the run.
+        """
+        gone = True
+        if self._process is not None:
+            if self._process.poll() is None:
+                _signal_quietly(self._process.pid, signal.SIGTERM)
+                try:
+                    self._process.wait(timeout=KILL_WAIT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    _signal_quietly(self._process.pid, signal.SIGKILL, group=True)
+                    self._process.wait()
+                    gone = False
+            code = self._process.returncode
+            # SIGTERM's own action: before the warden could handle it, so before it forked anything.
+            ended = (EXIT_ENDED, -signal.SIGTERM) if self._contained else (EXIT_ENDED, -signal.SIGTERM, -signal.SIGKILL)
+            gone = gone and code in ended
             self._process = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        return gone
 
     def close(self) -> None:
         """Let an idle host exit by itself; kill it if it does not."""
@@ -236,203 +286,3 @@ class ProcessorHost:
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
-
-
-# --- host side ------------------------------------------------------------------------------------------------
-#
-# The host is two processes in a session of their own: a *warden*, the
-# session leader, which runs no user code and holds no GIL for long, and the
-# *runner* it forks, which loads the processor and runs groups. The warden
-# relays messages between the worker and the runner and ends the whole
-# process group -- the runner and anything the processor started -- when the
-# worker is gone, when the lease it last heard of has run out (a kernel timer
-# on the suspend-aware clock wakes it), or when the runner dies.
-
-
-def _prctl_pdeathsig(signum: int) -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass  # the warden still sees its pipe close
-
-
-def _kill_group() -> None:
-    """End the whole host: the warden, the runner, and everything the processor started."""
-    os.killpg(0, signal.SIGKILL)
-
-
-def _leftovers() -> bool:
-    """Whether the processor left threads or processes running (Linux: /proc; elsewhere threads only)."""
-    if threading.active_count() > 2:  # the main thread and the listener
-        return True
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return False
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/children") as children:
-                if children.read().strip():
-                    return True
-        except OSError:
-            continue
-    return False
-
-
-class _RunnerState:
-    def __init__(self) -> None:
-        self.kill_timer = KillTimer()
-        self.lock = threading.Lock()
-        self.held_until = 0.0
-        self.running = False
-        self.runs: list[tuple] = []
-        self.arrived = threading.Condition(self.lock)
-
-    def held(self) -> bool:
-        return clock.now() < self.held_until
-
-    def arm(self) -> None:
-        """Have the kernel end the runner at the lease's end; never while idle."""
-        if self.running:
-            self.kill_timer.arm(self.held_until + _SELF_STOP_GRACE_SECONDS)
-        else:
-            self.kill_timer.disarm()
-
-
-def _listen(conn: Connection, state: _RunnerState) -> None:
-    """The runner's ear: lease updates and runs from the warden; exit when the warden is gone."""
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            os._exit(0)
-        with state.lock:
-            if message[0] == "lease":
-                state.held_until = message[1]
-            else:
-                if message[0] == "run":
-                    state.held_until = message[7]
-                    state.running = True
-                state.runs.append(message)
-                state.arrived.notify()
-            state.arm()
-
-
-def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
-    from .backends import open_backend
-    from .index import Group
-    from .processors import ProcessorContext, load_processor
-
-    try:
-        processor = load_processor(processor_spec)
-        backend = open_backend(workspace_uri)
-    except S3wqError as exc:
-        conn.send(("load_error", str(exc)))
-        return
-    except Exception as exc:  # the user's module failed to import: report it, the worker names it
-        conn.send(("load_error", f"processor {processor_spec!r} failed to load: {one_line_error(exc)}"))
-        return
-    roots = processor_roots(processor)
-    state = _RunnerState()
-    threading.Thread(target=_listen, args=(conn, state), daemon=True, name="s3wq-host-listener").start()
-    conn.send(("ready",))
-    while True:
-        with state.lock:
-            while not state.runs:
-                state.arrived.wait()
-            message = state.runs.pop(0)
-            if message[0] == "exit":
-                return
-            state.arm()  # before the processor starts, not only when the listener gets round to it
-        _, hash_, paths, worker_id, attempt, owner, deadline_epoch, _held_until = message
-        group = Group(hash_, tuple(paths))
-        ctx = ProcessorContext(
-            worker_id=worker_id, attempt=attempt, deadline=deadline_epoch, group=group, backend=backend, owner=owner, _held=state.held,
-            input_policy=input_policy,
-        )
-        try:
-            processor(group, ctx)
-            reply: tuple = ("done", ctx.input_error_count, ctx.input_errors, _leftovers())
-        except Exception as exc:  # a processor failure is an attempt, reported to the worker
-            reply = ("raised", one_line_error(exc), "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:], own_frame(exc, roots), _leftovers())
-        with state.lock:
-            state.running = False
-            state.arm()
-        conn.send(reply)
-
-
-def _warden(worker: Connection, runner: Connection, runner_pid: int) -> None:
-    """Relay between worker and runner; end the whole group when the worker is gone or the lease is over."""
-    deadline: float | None = None  # while a run is in progress
-    lease_over = KillTimer(signal.SIGALRM)
-    signal.signal(signal.SIGALRM, lambda *_: _kill_group())
-
-    def reaped() -> int | None:
-        pid, status = os.waitpid(runner_pid, os.WNOHANG)
-        return None if pid == 0 else os.waitstatus_to_exitcode(status)
-
-    while True:
-        # Sliced: a wait's own timeout stands still while the machine sleeps; the timer does not.
-        ready = wait([worker, runner], timeout=None if deadline is None else min(_WATCH_SLICE_SECONDS, max(0.0, deadline - clock.now())))
-        if deadline is not None and clock.now() >= deadline:
-            _kill_group()
-        if worker in ready:
-            try:
-                message = worker.recv()
-            except (EOFError, OSError):
-                _kill_group()  # the worker is gone: so is its claim
-            if message[0] == "run":
-                deadline = message[7] + _SELF_STOP_GRACE_SECONDS
-            elif message[0] == "lease":
-                deadline = message[1] + _SELF_STOP_GRACE_SECONDS
-            if deadline is not None:
-                lease_over.arm(deadline)
-            runner.send(message)
-            if message[0] == "exit":
-                os.waitpid(runner_pid, 0)
-                return
-        if runner in ready:
-            try:
-                reply = runner.recv()
-            except (EOFError, OSError):
-                reply = None
-            if reply is None:
-                code = None
-                while code is None:
-                    code = reaped()
-                    time.sleep(0.01)
-                worker.send(("died", code, deadline is not None and clock.now() >= deadline - _SELF_STOP_GRACE_SECONDS))
-                _kill_group()
-            if reply[0] in ("done", "raised"):
-                deadline = None
-                lease_over.disarm()
-            worker.send(reply)
-        # A runner whose socket a child of the processor still holds dies unseen by recv.
-        code = reaped()
-        if code is not None:
-            worker.send(("died", code, deadline is not None and clock.now() >= deadline - _SELF_STOP_GRACE_SECONDS))
-            _kill_group()
-
-
-def host_main(argv: Sequence[str]) -> None:
-    fd, parent_pid, processor_spec, workspace_uri, input_policy = argv
-    # A handled signal, not SIGKILL: the warden must live to end its group.
-    _prctl_pdeathsig(signal.SIGHUP)
-    signal.signal(signal.SIGHUP, lambda *_: _kill_group())
-    if os.getppid() != int(parent_pid):  # the worker died before we could ask to hear of it
-        _kill_group()
-    worker = Connection(int(fd))
-    ours, theirs = socket.socketpair()
-    runner_pid = os.fork()  # no threads yet, no user code loaded: a safe fork
-    if runner_pid == 0:
-        worker.close()
-        ours.close()
-        _prctl_pdeathsig(signal.SIGKILL)  # the runner dies with its warden
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
-        try:
-            _runner_main(Connection(theirs.detach()), processor_spec, workspace_uri, policy_from_json(input_policy))
-        finally:
-            os._exit(0)
-    theirs.close()
-    _warden(worker, Connection(ours.detach()), runner_pid)

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator
 
 from . import layout
 from .backends import MAX_PARALLEL_REQUESTS, Backend
-from .bodies import FAILED, RELEASED, LockBody
+from .bodies import FAILED, FINISHED, RELEASED, LockBody
 from .config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from .errors import BadInput, ObjectNotFound
 from .index import WorkIndex
@@ -48,6 +48,11 @@ class LockState:
     @property
     def released(self) -> bool:
         return self.body is not None and self.body.state == RELEASED
+
+    @property
+    def finished(self) -> bool:
+        """Released by a holder whose group is done, where the store cannot delete on a condition (see ClaimProtocol.release)."""
+        return self.released and self.body.outcome == FINISHED
 
     @property
     def live(self) -> bool:
@@ -200,14 +205,17 @@ def _list_partition(backend: Backend, partition: str) -> _Listing:
 
 def _read_unflagged(backend: Backend, hash_: str, foreign_lock_timeout: float) -> UnflaggedLock | PartitionFlags | None:
     state = read_lock(backend, hash_, foreign_lock_timeout=foreign_lock_timeout)
-    if state is not None:
+    if state is not None and not state.finished:
         return UnflaggedLock(hash_, state)
-    # The lock went between the listing and the read: most often its group
-    # finished (the done flag goes first), which is what the drain loop
-    # must see; otherwise it was handed back by deletion, and is pending.
+    # The lock went between the listing and the read, or (on a store that
+    # cannot delete on a condition) was rewritten as finished: most often its
+    # group finished meanwhile (the done flag goes first), which is what the
+    # drain loop must see. Otherwise a lock that went was handed back by
+    # deletion, and its group is pending; so is one released as finished
+    # with no done flag (a claim given back unrun by an earlier s3wq).
     if backend.exists(layout.done_key(hash_)):
         return PartitionFlags(hash_, 1, frozenset())
-    return None
+    return None if state is None else UnflaggedLock(hash_, state)
 
 
 def scan_flags(

@@ -32,6 +32,7 @@ import functools
 import hashlib
 import logging
 import random
+import re
 import select
 import threading
 import time
@@ -44,14 +45,14 @@ from typing import Callable
 
 from . import clock, layout
 from .backends import Backend
-from .bodies import ERROR, INTERRUPTED, LOST, TIMEOUT
+from .bodies import ERROR, INTERRUPTED, LEFTOVER, LOST, MAX_ERROR_CHARS, TIMEOUT
 from .claims import Claim, ClaimProtocol, probe_store, Finished, Held, NotEnoughTime, enough_time, timeout_counts
 from .config import MIN_RUN_SECONDS, WorkerSettings
 from .errors import NoIndex
 from .index import Group, SegmentRef, WorkIndex
 from .lease import EXPIRED, LeaseKeeper, LeaseState
 from .processors import Processor
-from .runners import InProcessRunner, Runner, Stopped
+from .runners import UNKILLABLE, InProcessRunner, RunEnd, Runner, Stopped
 from .sandbox import Raised, Returned
 from .stopping import GracefulStop
 from .tracebacks import ErrorFrame
@@ -86,6 +87,8 @@ class WorkerReport:
     retried: int = 0
     timed_out: int = 0
     interrupted: int = 0
+    # Runs that left threads or processes running behind them, killed since: each a failed attempt (kind leftover).
+    leftovers: int = 0
     not_enough_time: int = 0
     lost_locks: int = 0
     renewals: int = 0
@@ -150,6 +153,43 @@ class _Breaker:
         return self.tripped
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """A run that returned or raised without finishing its group: the processor raised, or it left work running."""
+
+    kind: str  # ERROR or LEFTOVER
+    error: str
+    # What the breaker compares: the same text for the same bug.
+    bug: str
+    traceback: str = ""
+    frame: ErrorFrame | None = None
+
+
+def failure_of(end: Returned | Raised) -> _Failure | None:
+    """How a run that returned or raised failed its group; None if it finished it.
+
+    A run that left threads or processes running behind it is never done,
+    whether it returned or raised: they were killed (the processor host) or
+    waited for (the in-process runner) before the worker heard of the end,
+    and the run did not finish what it gave them.
+    The error names what was left, and what the run raised, if it did.
+    """
+    raised = end if isinstance(end, Raised) else None
+    if not end.leftovers:
+        return None if raised is None else _Failure(ERROR, raised.error, raised.error, raised.traceback, raised.frame)
+
+    def error(left: str) -> str:
+        text = f"the run left {left} running behind it"
+        return (text if raised is None else f"{text}. It raised {raised.error}")[:MAX_ERROR_CHARS]
+
+    # What was left may carry numbers that differ from run to run of one bug
+    # (a thread's "Thread-7", a process id): the breaker compares the rest.
+    bug = error(re.sub(r"\d+", "#", end.leftovers))
+    if raised is None:
+        return _Failure(LEFTOVER, error(end.leftovers), bug)
+    return _Failure(LEFTOVER, error(end.leftovers), bug, raised.traceback, raised.frame)
+
+
 @dataclass
 class _SegmentView:
     """A loaded segment and what this worker knows of its finished groups."""
@@ -195,6 +235,9 @@ class _Ahead:
     claimed at the start of a long run would sit locked and idle for all of
     it, while a peer that ran out of work waits for it at the end of the
     queue; claimed a moment before it is needed, it waits a moment.
+
+    Once made, the claim is kept fresh by ``keep`` until the run in front
+    ends (see Worker._keep_claim_ahead).
     """
 
     def __init__(
@@ -204,9 +247,11 @@ class _Ahead:
         finish: Callable[[], None] | None,
         prefetch: Callable[[], "tuple[Group, Claim] | None"],
         claim_after: float = 0.0,
+        keep: Callable[[tuple[Group, Claim], threading.Event], tuple[Group, Claim] | None] | None = None,
     ):
         self._pool = pool
         self._claim_after = claim_after
+        self._keep = keep
         self._run_over = threading.Event()
         self._jobs: list[Callable[[], object]] = [self._when_due(prefetch)] + ([finish] if finish is not None else [])
         self._futures: list[Future] = []
@@ -221,9 +266,10 @@ class _Ahead:
                 self._run_over.wait(self._claim_after)
             began = time.monotonic()
             try:
-                return prefetch()
+                claimed = prefetch()
             finally:
                 self.claim_seconds = time.monotonic() - began
+            return claimed if claimed is None or self._keep is None else self._keep(claimed, self._run_over)
 
         return claim_when_due
 
@@ -399,7 +445,7 @@ class Worker:
         claimed = self._next_claim(walk)
         while claimed is not None:
             group, claim = claimed
-            outcome, ahead = self._attempt(group, claim, prefetch=functools.partial(self._claim_ahead, walk, claim))
+            outcome, ahead = self._attempt(group, claim, walk=walk)
             if outcome == "not_enough_time":
                 walk.short[group.hash] = group
             elif outcome not in _SETTLED:
@@ -690,27 +736,31 @@ class Worker:
         self.observer.group_finished(group, claim, "failed", clock.now() - started)
         return "failed" if ours else "lost"
 
-    def _attempt(
-        self, group: Group, claim: Claim, *, prefetch: Callable[[], "tuple[Group, Claim] | None"] | None = None
-    ) -> "tuple[str, tuple[Group, Claim] | None]":
+    def _attempt(self, group: Group, claim: Claim, *, walk: _Walk | None = None) -> tuple[str, tuple[Group, Claim] | None]:
         """Run one group to its end, retrying it here while attempts and time allow; how it ended.
 
-        With ``prefetch`` (the main walk) the worker pipelines: while the
-        processor runs, helper threads release the previous group's lock --
-        its done flag was written before this run began -- and claim the next
-        group ahead of time, which is returned beside the outcome. Every step
-        is the one the sequential worker takes, in the same order for each
-        group; only the waiting on the store overlaps the processing. At most
-        one claim is made ahead. It names the group it was made behind, so
-        that if this worker dies before that group finished, the claim made
-        ahead -- which never ran -- costs its group no attempt; and it runs
-        only once the group in front is done or failed.
+        On the main ``walk`` the worker pipelines: while the processor runs,
+        helper threads release the previous group's lock -- its done flag was
+        written before this run began -- and claim the next group ahead of
+        time, which is returned beside the outcome. Every step is the one the
+        sequential worker takes, in the same order for each group; only the
+        waiting on the store overlaps the processing. At most one claim is
+        made ahead, and it is renewed while it waits. It names the group it
+        was made behind, so that if this worker dies before that group
+        finished, the claim made ahead -- which never ran -- costs its group
+        no attempt; and it runs only once the group in front is done or failed.
         """
-        if prefetch is None:
+        if walk is None:
             return self._run_group(group, claim, None), None
         if self._ahead_pool is None:
             self._ahead_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="s3wq-ahead")
-        ahead = _Ahead(self._ahead_pool, finish=self._take_deferred(), prefetch=prefetch, claim_after=self._claim_due_after())
+        ahead = _Ahead(
+            self._ahead_pool,
+            finish=self._take_deferred(),
+            prefetch=functools.partial(self._claim_ahead, walk, claim),
+            claim_after=self._claim_due_after(),
+            keep=functools.partial(self._keep_claim_ahead, walk),
+        )
         try:
             outcome = self._run_group(group, claim, ahead)
         except BaseException:
@@ -744,16 +794,44 @@ class Worker:
         lead = 2 * max(self._recent_claim_seconds, default=0.1) + _CLAIM_LEAD_SPARE_SECONDS
         return max(0.0, min(self._recent_run_seconds) - lead)
 
+    def _keep_claim_ahead(self, walk: _Walk, claimed: tuple[Group, Claim], run_over: threading.Event) -> tuple[Group, Claim] | None:
+        """Keep the lease of a claim made ahead until the run in front is over, as a run's keeper does; None if it was taken.
+
+        A claim ahead may wait a whole run (the first is made at once).
+        Unwritten, its lock would look stale to an olmocr worker after the
+        foreign timeout, however long our lease; and olmocr checks a lock's
+        age, then PUTs without a condition: a check made before the renewal
+        that precedes our run and a PUT landing after it would let both run.
+        Renewed as a running claim is, while the worker's time may outlast
+        what its last write covers, it never looks stale to anyone. A renewal
+        that fails for good is left to the check before the run (_keeper_for_run).
+        """
+        group, claim = claimed
+        # No run of this worker goes past its budget: a lease covering that is never renewed (a Lambda worker's).
+        keeper = LeaseKeeper(self.protocol, claim, stop_at=clock.now() + self._budget())
+        verdict = None
+        while verdict is None and not run_over.wait(max(0.0, min(keeper.next_wakeup() - clock.now(), keeper.wait_slice))):
+            verdict = keeper.tick()
+        keeper.settle()
+        self._count("renewals", keeper.renewals)
+        if keeper.state.lost and verdict != EXPIRED:
+            # A renewal found the lock changed (an expired lease is not that:
+            # the check before the run tries once more). Taken, by an olmocr
+            # worker say: no attempt of ours ran, and the group is its
+            # taker's. Come back to it after the walk, as to any group found held.
+            self._count("lost_locks", 1)
+            walk.waiting[group.hash] = group
+            return None
+        return group, keeper.claim
+
     def _give_back_ahead(self, claimed: "tuple[Group, Claim] | None") -> None:
         if claimed is not None:
             self._give_back_unrun(claimed[1], "claimed ahead, never run")
 
     def _give_back_unrun(self, claim: Claim, why: str) -> None:
-        """Give up a claim whose group never ran here: a lock we created is deleted, one we took over handed back as it was."""
-        if claim.created and claim.attempt == 1:
-            self._release(claim)
-        else:
-            self._hand_back(claim, INTERRUPTED, counted=False, error=why)
+        """Give up a claim whose group never ran here (ClaimProtocol.give_back_unrun: never written as finished)."""
+        if not self.protocol.give_back_unrun(claim, why):
+            self._count("lost_locks", 1)
 
     def _take_deferred(self) -> Callable[[], None] | None:
         deferred, self._deferred = self._deferred, None
@@ -820,95 +898,123 @@ class Worker:
                 self._hand_back(claim, TIMEOUT, counted=False, error=claim.body.error)
                 return "not_enough_time"
             self.observer.group_started(group, claim)
-            # Durations in awake time (time.monotonic stops while the machine
-            # sleeps): a laptop that slept through a run did not need longer.
-            run_started = time.monotonic()
-            stop_at = clock.now() + budget
-            keeper = LeaseKeeper(self.protocol, claim, stop_at=stop_at)
-            if not keeper.state.held():
-                # Claimed too long ago (a claim made ahead of a long run, a
-                # pause since). Renewing is still safe: it is a write on our
-                # own ETag, which any takeover of the lock would have changed.
-                renewed = self.protocol.renew(claim)
-                if renewed is None:
-                    self._count("lost_locks", 1)
-                    return "lost"  # taken over: the group is its taker's now
-                claim = renewed
-                keeper = LeaseKeeper(self.protocol, claim, stop_at=stop_at)
-            if not keeper.state.held():
-                # The renewal took the whole lease (a store that barely answers): a taker may be starting.
-                return self._stopped(group, claim, Stopped(EXPIRED), 0.0, started)
-            if ahead is not None:
-                ahead.start()
-            try:
-                end = self.runner.run(group, keeper, deadline_epoch=clock.epoch_at(stop_at))
-            except BaseException:
-                # KeyboardInterrupt or SystemExit in an embedding program: the
-                # processor has stopped (the runner saw to it); give the group back.
-                keeper.settle()
-                self._hand_back(keeper.claim, INTERRUPTED, counted=False, error="interrupted")
-                raise
-            keeper.settle()
+            keeper = self._keeper_for_run(group, claim, stop_at=clock.now() + budget, started=started)
+            if isinstance(keeper, str):
+                return keeper
+            end, ran = self._run_once(group, keeper, ahead)
             claim = keeper.claim
-            ran = time.monotonic() - run_started
-            if ahead is not None:
-                # The claim made ahead may still be on its way: the done flag
-                # goes out beside it rather than after it (the caller waits
-                # for both before the next run).
-                ahead.ran(ran)
-            self._count("renewals", keeper.renewals)
-            if not keeper.state.held() and not (isinstance(end, Stopped) and end.reason in (LOST, EXPIRED)):
-                # The lock was taken (a renewal in flight said so), or the run
-                # ended just as the lease did: a taker may be starting, and a
-                # flag written now could land after its writes.
-                end = Stopped(LOST if keeper.state.lost else EXPIRED)
-            if isinstance(end, Returned):
-                self._breaker.disarm()
-                self.longest_group_seconds = max(self.longest_group_seconds, ran)
-                self._recent_run_seconds.append(ran)
-                return self._complete(group, claim, keeper.state, started, defer_release=ahead is not None, end=end)
             if isinstance(end, Stopped):
                 return self._stopped(group, claim, end, ran, started, budget=judged, group_limited=group_limited)
-            assert isinstance(end, Raised)
             self.longest_group_seconds = max(self.longest_group_seconds, ran)
-            log.warning("group %s attempt %d failed: %s%s", group.hash, claim.attempt, end.error, f" (at {end.frame})" if end.frame else "")
-            if end.traceback:
-                log.info("group %s attempt %d traceback:\n%s", group.hash, claim.attempt, end.traceback.rstrip())
-            tripped = self._breaker.tripped_by(group.hash, end.error)
-            if tripped:
-                self.report.breaker_error = end.error
-            if claim.attempt >= self.settings.max_attempts:
-                return self._fail(group, claim, end.error, started, traceback=end.traceback, error_frame=end.frame)
-            if tripped:
-                # A broken processor: stop before it fails the whole queue. The
-                # group keeps this attempt's count and is free for a fixed one.
-                self._hand_back(claim, ERROR, counted=True, error=end.error)
-                self.observer.group_finished(group, claim, "released", clock.now() - started)
-                return "released"
-            self._count("retried", 1)
-            backoff = self.settings.backoff_before(claim.attempt + 1)
-            if not self.has_time(backoff):
-                # Out of time: hand the group back with its count so that
-                # another worker can retry it without waiting for staleness
-                # (this one only after the pause, if it has the time then).
-                self._hand_back(claim, ERROR, counted=True, error=end.error)
-                self._retry_at[group.hash] = clock.now() + backoff
-                self.observer.group_finished(group, claim, "released", clock.now() - started)
-                return "released"
-            # The lock stays ours while we wait: its lease was renewed up to the
-            # run's end and the backoff is at most a third of it.
-            self._sleep(backoff)
-            if self.stop is not None and self.stop.requested:
-                self._count("interrupted", 1)
-                self._hand_back(claim, ERROR, counted=True, error=end.error)
-                self.observer.group_finished(group, claim, "interrupted", clock.now() - started)
-                return "interrupted"
-            claimed_with = self._run_budget()
-            next_claim = self.protocol.next_attempt(claim, end.error, budget=claimed_with)
-            if next_claim is None:
+            failure = failure_of(end)
+            if failure is None:
+                self._breaker.disarm()
+                self._recent_run_seconds.append(ran)
+                return self._complete(group, claim, keeper.state, started, defer_release=ahead is not None, end=end)
+            retry = self._after_failure(group, claim, failure, started)
+            if isinstance(retry, str):
+                return retry
+            claim, claimed_with = retry
+
+    def _keeper_for_run(self, group: Group, claim: Claim, *, stop_at: float, started: float) -> LeaseKeeper | str:
+        """The keeper of the run about to start, its lock written first if it is due; or how the group ended here.
+
+        A claim made a while ago (ahead of a long run, a slow store since) may
+        be near the end of what its last write covers for the strictest judge
+        (``LeaseKeeper.hold_seconds``): our lease for s3wq takers, the foreign
+        timeout for olmocr's workers, which check a lock's age and then PUT
+        without a condition. Renewed only once the processor runs, a takeover
+        between the start and the renewal's answer would run beside it;
+        renewed here, before it starts, a taker either sees a fresh lock or has
+        changed the ETag our write is conditional on, and nothing runs here.
+        """
+        keeper = LeaseKeeper(self.protocol, claim, stop_at=stop_at)
+        if keeper.renewal_due():
+            renewed = self.protocol.renew(claim)
+            if renewed is None:
                 self._count("lost_locks", 1)
-                return "lost"
-            claim = next_claim
+                return "lost"  # taken over: the group is its taker's now
+            self._count("renewals", 1)
+            keeper = LeaseKeeper(self.protocol, renewed, stop_at=stop_at)
+        if not keeper.state.held():
+            # The renewal took what it covers (a store that barely answers): a taker may be starting.
+            return self._stopped(group, keeper.claim, Stopped(EXPIRED), 0.0, started)
+        return keeper
+
+    def _run_once(self, group: Group, keeper: LeaseKeeper, ahead: _Ahead | None) -> tuple[RunEnd, float]:
+        """Run the processor once under ``keeper``: how the run ended, as its lease judges it, and how long it took."""
+        if ahead is not None:
+            ahead.start()
+        # Awake time (time.monotonic stops while the machine sleeps): a laptop that slept through a run did not need longer.
+        run_started = time.monotonic()
+        try:
+            end = self.runner.run(group, keeper, deadline_epoch=clock.epoch_at(keeper.stop_at))
+        except BaseException:
+            # KeyboardInterrupt or SystemExit in an embedding program: the
+            # processor has stopped (the runner saw to it); give the group back --
+            # unless a process of the run would not die: its lock is then left to its lease.
+            keeper.settle()
+            if self.runner.run_contained:
+                self._hand_back(keeper.claim, INTERRUPTED, counted=False, error="interrupted")
+            raise
+        keeper.settle()
+        ran = time.monotonic() - run_started
+        if ahead is not None:
+            # The claim made ahead may still be on its way: the done flag
+            # goes out beside it rather than after it (the caller waits
+            # for both before the next run).
+            ahead.ran(ran)
+        self._count("renewals", keeper.renewals)
+        if not keeper.state.held() and not (isinstance(end, Stopped) and end.reason in (LOST, EXPIRED)):
+            # The lock was taken (a renewal in flight said so), or the run
+            # ended just as the lease did: a taker may be starting, and a
+            # flag written now could land after its writes.
+            end = Stopped(LOST if keeper.state.lost else EXPIRED)
+        return end, ran
+
+    def _after_failure(self, group: Group, claim: Claim, failure: _Failure, started: float) -> tuple[Claim, float] | str:
+        """After a run that raised or left work behind: the claim and budget of the next attempt here, or how the group ended."""
+        at = f" (at {failure.frame})" if failure.frame else ""
+        log.warning("group %s attempt %d failed: %s%s", group.hash, claim.attempt, failure.error, at)
+        if failure.traceback:
+            log.info("group %s attempt %d traceback:\n%s", group.hash, claim.attempt, failure.traceback.rstrip())
+        if failure.kind == LEFTOVER:
+            self._count("leftovers", 1)
+        tripped = self._breaker.tripped_by(group.hash, failure.bug)
+        if tripped:
+            self.report.breaker_error = failure.error
+        if claim.attempt >= self.settings.max_attempts:
+            return self._fail(
+                group, claim, failure.error, started, outcome=failure.kind, traceback=failure.traceback, error_frame=failure.frame
+            )
+        backoff = self.settings.backoff_before(claim.attempt + 1)
+        if tripped or not self.has_time(backoff):
+            # A broken processor (the breaker tripped): stop before it fails the
+            # whole queue; or out of time for the pause. The group keeps this
+            # attempt's count and is free at once for another worker (a fixed
+            # processor), without waiting for staleness; this one comes back to
+            # it only after the pause, if it has the time then.
+            self._hand_back(claim, failure.kind, counted=True, error=failure.error)
+            if not tripped:
+                self._count("retried", 1)
+                self._retry_at[group.hash] = clock.now() + backoff
+            self.observer.group_finished(group, claim, "released", clock.now() - started)
+            return "released"
+        self._count("retried", 1)
+        # The lock stays ours while we wait: its lease was renewed up to the
+        # run's end and the backoff is at most a third of what a write covers.
+        self._sleep(backoff)
+        if self.stop is not None and self.stop.requested:
+            self._count("interrupted", 1)
+            self._hand_back(claim, failure.kind, counted=True, error=failure.error)
+            self.observer.group_finished(group, claim, "interrupted", clock.now() - started)
+            return "interrupted"
+        budget = self._run_budget()
+        next_claim = self.protocol.next_attempt(claim, failure.error, budget=budget)
+        if next_claim is None:
+            self._count("lost_locks", 1)
+            return "lost"
+        return next_claim, budget
 
     def _stopped(
         self, group: Group, claim: Claim, end: Stopped, ran: float, started: float, *, budget: float | None = None, group_limited: bool = False
@@ -938,7 +1044,11 @@ class Worker:
         # could land after a new holder's writes. Only an expired lease that
         # nobody took yet is worth giving back.
         self._count("lost_locks", 1)
-        log.warning("group %s: lease %s; processor stopped", group.hash, end.reason)
+        if end.reason == UNKILLABLE:
+            # Kill means gone: a process of the run outlived its SIGKILL, so the lock is left to its lease, which a taker honours.
+            log.warning("group %s: a process of the run would not die; its lock is left to run out its lease", group.hash)
+        else:
+            log.warning("group %s: lease %s; processor stopped", group.hash, end.reason)
         if end.reason == EXPIRED:
             # A store still out of reach raises StorageError here, and the
             # worker stops; its lock then goes stale by itself.

@@ -47,3 +47,14 @@ def hangs_with_a_process(group, ctx) -> None:
 
 def quick(group, ctx) -> None:
     pass
+
+
+def leaves_a_thread_that_watches_its_claim(group, ctx) -> None:
+    """Returns while a thread it started works on until ``ctx.claim_is_held()`` turns False; the thread records when."""
+
+    def work_while_held() -> None:
+        while ctx.claim_is_held():
+            time.sleep(0.005)
+        _record(os.getpid())
+
+    threading.Thread(target=work_while_held, daemon=True).start()

@@ -66,23 +66,40 @@ def run_to_end(host: ProcessorHost, *, lease_seconds: float = 60.0, timeout: flo
 def test_a_processor_that_returns_with_a_thread_still_working_gets_a_fresh_host(local_workspace, pid_file):
     host = ProcessorHost("host_processors:leaves_a_thread_working", local_workspace)
     try:
-        assert run_to_end(host) == Returned()
+        # Named without a pid or a count of groups: the same bug reads the same every group.
+        assert run_to_end(host) == Returned(leftovers="1 thread (Thread-1 (sleep))")
         assert not host.running  # its leftover thread went with it
-        assert run_to_end(host) == Returned() and host.starts == 2
+        assert run_to_end(host) == Returned(leftovers="1 thread (Thread-1 (sleep))") and host.starts == 2
     finally:
         host.close()
 
 
-def test_a_processor_that_raises_leaving_a_process_takes_the_process_with_its_host(local_workspace, pid_file):
+def test_a_thread_that_stops_once_the_claim_is_no_longer_held_costs_no_new_host(local_workspace, pid_file):
+    # ctx.claim_is_held() turns False the moment the run ends, not when the lease does (60 s here).
+    host = ProcessorHost("host_processors:leaves_a_thread_that_watches_its_claim", local_workspace)
+    try:
+        assert run_to_end(host) == Returned()
+        assert run_to_end(host) == Returned() and host.starts == 1
+    finally:
+        host.close()
+
+    assert len(pids(pid_file)) == 2  # each thread saw the claim go, and stopped
+
+
+def test_a_processor_that_raises_leaving_a_process_has_it_killed_before_the_worker_hears_and_keeps_its_host(local_workspace, pid_file):
     host = ProcessorHost("host_processors:raises_leaving_a_process", local_workspace)
     try:
         end = run_to_end(host)
+        [leftover] = pids(pid_file)
+        # Killed by the warden before it replied: already gone as the worker reads the end.
+        assert not alive(leftover)
+        assert host.running  # a process can be ended alone: the host is kept
+        again = run_to_end(host)
     finally:
         host.close()
 
-    assert isinstance(end, Raised) and "left a process running" in end.error
-    [leftover] = pids(pid_file)
-    assert gone(leftover)
+    assert isinstance(end, Raised) and "left a process running" in end.error and end.leftovers == "1 process (sleep)"
+    assert again == end and host.starts == 1
 
 
 def test_a_host_that_dies_while_its_forked_child_holds_the_pipe_is_reported_at_once(local_workspace, pid_file):

@@ -376,9 +376,13 @@ def test_a_killed_workers_processor_dies_with_it_and_release_locks_hands_its_gro
     [run] = read_runs(mark_dir)
     print(f"\nSIGKILL: the processor's last beat came {((run.beat_ns or run.start_ns) - killed_ns) / 1e9:.2f} s after its worker's death")
     assert run.end_ns is None
-    # Its lock would hold the group for its 300 s lease; the operator knows the box is gone.
-    assert lock_of(s3_backend, hash_).worker_id == "gpu-box-3"
-    released = run_cli("release-locks", s3_workspace, "--worker-id", "gpu-box-3", "--json")
+    # Its lock would hold the group for its 300 s lease; the operator knows this instance is gone (its
+    # owner token, as inspect shows it: a worker id alone, with a live lease, is refused without --force).
+    dead_lock = lock_of(s3_backend, hash_)
+    assert dead_lock.worker_id == "gpu-box-3"
+    refused = run_cli("release-locks", s3_workspace, "--worker-id", "gpu-box-3")
+    assert refused.returncode == 2 and dead_lock.owner in refused.stderr, refused.stderr
+    released = run_cli("release-locks", s3_workspace, "--owner", dead_lock.owner, "--json")
     assert released.returncode == 0, released.stderr
     assert json.loads(released.stdout) == {"released": [hash_]}
 

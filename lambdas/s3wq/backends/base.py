@@ -22,7 +22,9 @@ class StoredObject:
     etag: str
     # Age by the store's own clock (its Last-Modified against the time of the
     # response), rounded *down* to stay conservative: a lock must never look
-    # older than it is, or two live workers could hold it.
+    # older than it is, or two live workers could hold it. math.inf for a
+    # file a local directory's own machine wrote before it last booted (see
+    # local_ages): whoever wrote it is gone, whatever lease it names.
     age_seconds: float
 
 

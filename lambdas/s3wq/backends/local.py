@@ -6,8 +6,9 @@ ever being visible). ``replace`` and conditional ``delete`` compare the ETag
 and act while holding an ``flock`` on a per-key lock file, so a concurrent
 writer cannot slip in between the comparison and the action; the kernel drops
 the flock if the process dies. ETags are MD5 of the content, as S3's are for
-single-part uploads. Ages come from the file's mtime against this machine's
-clock, which is the store's clock here.
+single-part uploads. Ages are on this machine's boot clock where it has one
+(local_ages: Linux), else on its wall clock; a directory other machines can
+write (NFS and the like, see mounts) is refused, since neither holds there.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ import fcntl
 import hashlib
 import os
 import tempfile
-import time
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from ..errors import BadKey, ObjectChanged, ObjectExists, ObjectNotFound, StorageError
+from ..errors import BadKey, BadWorkspace, ObjectChanged, ObjectExists, ObjectNotFound, StorageError
 from .base import StoredObject
+from .local_ages import FileAge, WallClockAges, default_ages
+from .mounts import network_filesystem
 
 _INTERNAL_DIR = ".s3wq-local"
 _TEMP_PREFIX = ".tmp-"
@@ -56,17 +58,25 @@ def _open_file_etag(f: BinaryIO) -> str:
 
 
 class LocalBackend:
-    # Ages come from float mtimes on this machine's clock.
+    # Ages are read in nanoseconds (a boot clock) or float mtimes (the wall clock).
     clock_resolution_seconds = 0.0
     # list_keys reads the prefix's whole directory, however narrow the prefix.
     narrow_listing_is_cheap = False
     # create/replace/delete are atomic under s3wq's own locks.
     conditions_are_our_own = True
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, *, ages: WallClockAges | None = None):
+        """``ages``: the clock the files' ages are read on (local_ages.default_ages: this platform's best)."""
         self.root = Path(root).resolve()
         self.uri = str(self.root)
         self._locks = self.root / _INTERNAL_DIR / "locks"
+        self._ages = ages or default_ages()
+        shared = network_filesystem(self.root)
+        if shared:
+            raise BadWorkspace(
+                f"workspace {self.root} is on a network filesystem ({shared}): a local-directory workspace holds on one "
+                "machine's own disk only, and a workspace shared between machines must be on S3 (s3://bucket/prefix)"
+            )
 
     def check(self) -> None:
         if self.root.exists() and not self.root.is_dir():
@@ -98,6 +108,8 @@ class LocalBackend:
         with os.fdopen(fd, "wb") as f:
             f.write(body)
             f.flush()
+            # Recorded before the file is published (a link or a rename keeps it): a reader never sees it without.
+            self._ages.stamp(f.fileno())
             os.fsync(f.fileno())
         return tmp
 
@@ -106,12 +118,26 @@ class LocalBackend:
         try:
             with open(path, "rb") as f:
                 body = f.read()
-                modified = os.fstat(f.fileno()).st_mtime
+                age = self._age(f)
         except FileNotFoundError as exc:
             raise ObjectNotFound(key) from exc
         except OSError as exc:
             raise StorageError(f"read {path} failed: {exc}") from exc
-        return StoredObject(body=body, etag=_etag(body), age_seconds=max(0.0, time.time() - modified))
+        return StoredObject(body=body, etag=_etag(body), age_seconds=age.seconds)
+
+    def _age(self, f: BinaryIO) -> FileAge:
+        return self._ages.age(f.fileno(), os.fstat(f.fileno()))
+
+    def age_of(self, key: str) -> FileAge:
+        """How old the object is, and on which clock that was read (what ``read`` puts in ``age_seconds``)."""
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                return self._age(f)
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(key) from exc
+        except OSError as exc:
+            raise StorageError(f"read {path} failed: {exc}") from exc
 
     def read_range(self, key: str, start: int, length: int, etag: str | None = None) -> StoredObject:
         path = self._path(key)
@@ -124,12 +150,12 @@ class LocalBackend:
                     raise ObjectChanged(key)
                 f.seek(start)
                 body = f.read(length)
-                modified = os.fstat(f.fileno()).st_mtime
+                age = self._age(f)
         except FileNotFoundError as exc:
             raise ObjectNotFound(key) from exc
         except OSError as exc:
             raise StorageError(f"read {path} failed: {exc}") from exc
-        return StoredObject(body=body, etag=current, age_seconds=max(0.0, time.time() - modified))
+        return StoredObject(body=body, etag=current, age_seconds=age.seconds)
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
