@@ -13,14 +13,10 @@ groups, counted by the hosts' own import-time markers.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,32 +28,15 @@ from s3wq.stopping import GracefulStop
 
 from .escaping_processor import FROZEN, HOST_DIR_ENV, PID_DIR_ENV, RETURNING, DeathWatch, helpers, holder_overlap_seconds
 from .heartbeat_processor import SECONDS_ENV, read_runs
+from .worker_processes import WorkerProcess, alive
+from .worker_processes import start_worker as start_worker_process
 
 ESCAPING = "reliability.escaping_processor"
 
 
-@dataclass
-class WorkerProcess:
-    process: subprocess.Popen
-    out: Path
-    err: Path
-
-    def wait(self, timeout: float = 90) -> int:
-        return self.process.wait(timeout=timeout)
-
-    def report(self) -> dict:
-        return json.loads(self.out.read_text())
-
-    def stderr(self) -> str:
-        return self.err.read_text()
-
-
 def start_worker(workspace: str, name: str, processor: str, *args: str, env: dict, log_dir: Path) -> WorkerProcess:
     """``s3wq work`` as a user runs it, in its own process."""
-    out, err = log_dir / f"{name}.out", log_dir / f"{name}.err"
-    command = [sys.executable, "-m", "s3wq", "work", workspace, "--worker-id", name, "--json", "--processor", processor, *args]
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        return WorkerProcess(subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr), out, err)
+    return start_worker_process(workspace, name, *args, processor=processor, env=env, log_dir=log_dir)
 
 
 def wait_until(predicate, *, timeout: float, what: str) -> None:
@@ -75,13 +54,6 @@ def populate(s3_backend, count: int = 1) -> list[str]:
 
 def exists(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def recorded_pids(pid_dir: Path) -> list[int]:

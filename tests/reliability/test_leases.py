@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,37 +35,17 @@ from s3wq.localcloud.runner import Invocation, LambdaRunner
 from s3wq.status import queue_status
 
 from .heartbeat_processor import ONLY_FIRST_ENV, RUN_UNTIL_ENV, SECONDS_ENV, SECONDS_FOR_ENV, overlap_seconds, read_runs
+from .worker_processes import WorkerProcess, alive
+from .worker_processes import start_worker as start_worker_process
 
 PROCESSOR = "reliability.heartbeat_processor:process"
 REPO = Path(__file__).resolve().parent.parent.parent
 TESTS_DIR = REPO / "tests"
 
 
-@dataclass
-class WorkerProcess:
-    name: str
-    process: subprocess.Popen
-    out: Path
-    err: Path
-
-    def wait(self, timeout: float = 90) -> int:
-        return self.process.wait(timeout=timeout)
-
-    def report(self) -> dict:
-        return json.loads(self.out.read_text())
-
-    def stderr(self) -> str:
-        return self.err.read_text()
-
-
 def start_worker(workspace: str, name: str, *args: str, env: dict, log_dir: Path) -> WorkerProcess:
-    """``s3wq work`` as a user runs it, in its own process."""
-    log_dir.mkdir(parents=True, exist_ok=True)
-    out, err = log_dir / f"{name}.out", log_dir / f"{name}.err"
-    command = [sys.executable, "-m", "s3wq", "work", workspace, "--worker-id", name, "--json", "--processor", PROCESSOR, *args]
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        process = subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr)
-    return WorkerProcess(name, process, out, err)
+    """``s3wq work`` with the heartbeat processor, as a user runs it, in its own process."""
+    return start_worker_process(workspace, name, *args, processor=PROCESSOR, env=env, log_dir=log_dir)
 
 
 def wait_until(predicate, *, timeout: float, what: str) -> None:
@@ -98,15 +75,6 @@ def host_pids(worker_pid: int) -> list[int]:
 
     wardens = children(worker_pid)
     return wardens + [runner for warden in wardens for runner in children(warden)]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        # A zombie nobody has reaped yet runs nothing.
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
-    except (ProcessLookupError, FileNotFoundError):
-        return False
 
 
 # --- different limits, one group ------------------------------------------------------------------------------

@@ -11,10 +11,8 @@ such a run was recorded done.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -22,6 +20,7 @@ from s3wq import WorkIndex, layout
 from s3wq.bodies import FAILED, LockBody, load_object
 
 from .leftover_processor import RAISED
+from .worker_processes import alive
 
 MAX_ATTEMPTS = 2
 # The kind as the docs name it, and as `failures` prints it: what users and their scripts match (bodies.LEFTOVER).
@@ -43,14 +42,6 @@ def cli(*args: str, env: dict) -> str:
     done = subprocess.run([sys.executable, "-m", "s3wq", *args], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
-    except (ProcessLookupError, FileNotFoundError):
-        return False
 
 
 @pytest.mark.parametrize("processor", ["returns", "raises"])
