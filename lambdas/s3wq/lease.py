@@ -81,9 +81,10 @@ class LeaseKeeper:
     def __init__(self, protocol: ClaimProtocol, claim: Claim, *, stop_at: float | None, executor: Executor | None = None):
         self.protocol = protocol
         self.stop_at = stop_at
-        self.margin = lease_margin(claim.lease_seconds)
         # The longest a write of our lock keeps every kind of taker off it.
         self.hold_seconds = min(claim.lease_seconds, protocol.foreign_lock_timeout)
+        # Sized from what one write holds, not from the lease: a margin of a long lease could exceed a short foreign timeout.
+        self.margin = lease_margin(self.hold_seconds)
         self.state = LeaseState(valid_until=0.0)
         self.renewals = 0
         self.renewal_errors = 0

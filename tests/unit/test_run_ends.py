@@ -109,9 +109,18 @@ def test_a_claim_is_due_for_renewal_before_its_run_by_the_strictest_judge(fake_c
     short_run = LeaseKeeper(proto, claim, stop_at=claim.sent_at + 1700)
     assert not short_run.renewal_due()
     # Held as long as olmocr's workers honour the lock, not for s3wq's lease of 2 hours.
-    assert short_run.state.valid_until == claim.sent_at + 1800 - lease_margin(7200)
+    assert short_run.state.valid_until == claim.sent_at + 1800 - lease_margin(1800)
     fake_clock.t = short_run.state.valid_until
     assert short_run.renewal_due() and not short_run.state.held()
+
+
+def test_a_foreign_timeout_shorter_than_a_long_leases_margin_still_leaves_a_run_its_cover(fake_clock, local_backend):
+    # A lease of 300 s has a 5 s margin; a foreign timeout of 2 s covers a write for 2 s: the margin must come from that.
+    proto = ClaimProtocol(local_backend, worker_id="w", lease_seconds=300, foreign_lock_timeout=2)
+    claim = proto.claim(HASH)
+    keeper = LeaseKeeper(proto, claim, stop_at=claim.sent_at + 20)
+    assert keeper.state.held() and keeper.tick() is None
+    assert keeper.state.valid_until == claim.sent_at + 2 - lease_margin(2) > claim.sent_at
 
 
 def test_a_retry_pause_is_at_most_a_third_of_what_a_write_covers():
