@@ -422,7 +422,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     worker_id = args.worker_id or f"w-{uuid.uuid4().hex[:8]}"
     importable_from_current_directory()
     # Whatever the index names (anyone who may write the workspace writes it), the processor reads only what the policy allows.
-    host = ProcessorHost(args.processor, backend.uri, input_policy=_input_policy(args, backend))
+    host = ProcessorHost(args.processor, backend.uri, input_policy=_input_policy(args, backend), adopt_orphans=True)
     with GracefulStop() as stop:
         try:
             worker = Worker(

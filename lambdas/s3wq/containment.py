@@ -7,9 +7,14 @@ that forked twice and called ``setsid`` -- is then reparented to the warden,
 not to PID 1, so every process a processor starts stays a descendant of the
 warden whatever it does with sessions and process groups. The warden lists
 them through ``/proc/<pid>/task/<tid>/children`` (or, on a kernel without
-that file, from every ``/proc/<pid>/stat``), and ends them with SIGKILL in
-rounds until none is left: a process killed in one round may have had
-children that the next round finds reparented to the warden.
+that file, from every ``/proc/<pid>/stat``), and ends them in two steps.
+First it freezes them: SIGSTOP to every member found, listing again until
+two rounds a few milliseconds apart find nobody new, since a list read while
+members fork or exit can miss a child on its way (a fork chain, an orphan
+being reparented), and a stopped process forks no more. Then SIGKILL to all
+of them (it works on stopped processes), and reaping, until none is left.
+A /proc read that fails for any reason but "no such process" (EMFILE, say)
+raises: a process the warden could not see is never taken for gone.
 
 A process is named by its pid *and* its start time (field 22 of
 ``/proc/<pid>/stat``), and signalled through a pidfd opened and checked
@@ -43,11 +48,14 @@ from dataclasses import dataclass
 from types import FrameType
 
 from . import clock
+from .errors import S3wqError
 from .wording import plural
 
 _PR_SET_CHILD_SUBREAPER = 36
 _FIRST_PAUSE_SECONDS = 0.001
 _LONGEST_PAUSE_SECONDS = 0.05
+# Between freezing rounds: long enough for a fork in flight to land and an orphan to be reparented.
+_FREEZE_PAUSE_SECONDS = 0.005
 # Names shown in a leftovers line, and its length: the same bug must read the same every group.
 _NAMES_SHOWN = 3
 MAX_LEFTOVERS_CHARS = 300
@@ -55,6 +63,8 @@ MAX_LEFTOVERS_CHARS = 300
 _THREAD_SETTLE_SECONDS = 0.05
 _POOL_WORKER_CODE = _futures_thread._worker.__code__
 _POOL_JOB_CODE = _futures_thread._WorkItem.run.__code__
+# What reading /proc/<pid>/... raises once the process is gone (and reaped); nothing else means gone.
+_GONE = (FileNotFoundError, ProcessLookupError)
 
 
 @dataclass(frozen=True)
@@ -76,8 +86,8 @@ def _name_and_fields(path: str) -> tuple[str, list[str]] | None:
     try:
         with open(path) as f:
             text = f.read()
-    except OSError:
-        return None  # gone meanwhile
+    except _GONE:
+        return None  # gone meanwhile; any other error (EMFILE, ENFILE) raises: unseen is not gone
     # The name sits between the first "(" and the last ")": it may hold spaces and parentheses itself.
     head, rest = text.rsplit(")", 1)
     return head.split("(", 1)[1], rest.split()
@@ -87,7 +97,7 @@ def _any_thread_running(pid: int) -> bool:
     """Whether a thread of ``pid`` is not yet a zombie: a process whose main thread exited first shows "Z" until they all have."""
     try:
         tasks = [task for task in os.listdir(f"/proc/{pid}/task") if task != str(pid)]
-    except OSError:
+    except _GONE:
         return False
     return any((read := _name_and_fields(f"/proc/{pid}/task/{task}/stat")) is not None and read[1][0] not in "ZX" for task in tasks)
 
@@ -165,13 +175,13 @@ class ProcessTree:
         children: list[int] = []
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
+        except _GONE:
             return children
         for task in tasks:
             try:
                 with open(f"/proc/{pid}/task/{task}/children") as f:
                     children += [int(child) for child in f.read().split()]
-            except OSError:
+            except _GONE:
                 continue
         return children
 
@@ -189,20 +199,65 @@ class ProcessTree:
         *,
         reap: Callable[[], None],
         within: float,
+        settle_within: float | None = None,
         zombies_too: bool = False,
     ) -> tuple[list[Member], list[Member]]:
-        """SIGKILL what ``select`` picks from the members, in rounds, until two rounds running find none of it alive.
+        """End what ``select`` picks from the members: freeze it all (SIGSTOP), then SIGKILL it, until it is gone.
 
-        Two rounds: a process can be moving to the warden from a parent that
-        died while the first one read. ``reap`` waits for the warden's own
-        dead children; with ``zombies_too`` the rounds go on until it has
-        reaped every one of them (each zombie ends up the warden's once its
-        parent is dead), so that no pid of them is left at all. Returns what
-        was killed, and what was still alive after ``within`` seconds (it
-        would not die).
+        ``reap`` waits for the warden's own dead children; with
+        ``zombies_too`` the killing goes on until it has reaped every one of
+        them (each zombie ends up the warden's once its parent is dead), so
+        that no pid of them is left at all. If new members still turn up
+        after ``settle_within`` seconds (``within`` by default), something
+        ``select`` leaves alone is starting them: what was frozen is killed,
+        and :class:`KeptAppearing` raised. Returns what was killed, and what
+        was still alive after ``within`` seconds (it would not die).
         """
-        killed: dict[tuple[int, int], Member] = {}
         give_up = clock.now() + within
+        frozen, settled = self._freeze(select, reap, until=min(give_up, clock.now() + (settle_within or within)))
+        for member in frozen.values():
+            _signal_member(member, signal.SIGKILL)
+        if not settled:
+            raise KeptAppearing(list(frozen.values()))
+        return self._kill_until_gone(select, reap, frozen, until=give_up, zombies_too=zombies_too)
+
+    def _freeze(
+        self, select: Callable[[dict[int, Member]], Iterable[Member]], reap: Callable[[], None], *, until: float
+    ) -> tuple[dict[tuple[int, int], Member], bool]:
+        """SIGSTOP every member ``select`` picks until two rounds, a pause apart, find none not seen before.
+
+        A round that finds a new member (alive or a zombie: one that just
+        exited may have a child on its way to the warden) is not clean; the
+        pause lets a fork in flight land and an orphan be reparented.
+        """
+        seen: dict[tuple[int, int], Member] = {}
+        clean_rounds = 0
+        pause = _FIRST_PAUSE_SECONDS
+        while clean_rounds < 2:
+            reap()
+            new = [m for m in select(self.members()) if m.key not in seen]
+            for member in new:
+                seen[member.key] = member
+                if member.alive:
+                    _signal_member(member, signal.SIGSTOP)
+            clean_rounds = 0 if new else clean_rounds + 1
+            if new and clock.now() > until:
+                return {key: m for key, m in seen.items() if m.alive}, False
+            time.sleep(pause)
+            pause = min(2 * pause, _FREEZE_PAUSE_SECONDS)
+        return {key: m for key, m in seen.items() if m.alive}, True
+
+    def _kill_until_gone(
+        self,
+        select: Callable[[dict[int, Member]], Iterable[Member]],
+        reap: Callable[[], None],
+        frozen: dict[tuple[int, int], Member],
+        *,
+        until: float,
+        zombies_too: bool,
+    ) -> tuple[list[Member], list[Member]]:
+        """SIGKILL what is still alive until two rounds find none of it (nor, ``zombies_too``, any zombie of it)."""
+        killed = dict(frozen)
         pause = _FIRST_PAUSE_SECONDS
         clean_rounds = 0
         while clean_rounds < 2:
@@ -211,16 +266,25 @@ class ProcessTree:
             alive = [m for m in chosen if m.alive]
             if not (chosen if zombies_too else alive):
                 clean_rounds += 1
+                time.sleep(_FIRST_PAUSE_SECONDS)
                 continue
             clean_rounds = 0
             for member in alive:
                 _signal_member(member, signal.SIGKILL)
                 killed.setdefault(member.key, member)
-            if clock.now() > give_up:
+            if clock.now() > until:
                 return list(killed.values()), alive or chosen
             time.sleep(pause)
             pause = min(2 * pause, _LONGEST_PAUSE_SECONDS)
         return list(killed.values()), []
+
+
+class KeptAppearing(S3wqError):
+    """New processes kept appearing while the warden froze a run's: something it left alone (the runner) starts them."""
+
+    def __init__(self, killed: list[Member]):
+        super().__init__(f"{plural(len(killed), 'process', 'processes')} frozen and killed, and still more appearing")
+        self.killed = killed
 
 
 def outside(members: dict[int, Member], keep: set[tuple[int, int]]) -> list[Member]:
@@ -234,6 +298,11 @@ def outside(members: dict[int, Member], keep: set[tuple[int, int]]) -> list[Memb
         return False
 
     return [m for m in members.values() if not kept(m)]
+
+
+def not_kept(members: dict[int, Member], keep: set[tuple[int, int]]) -> list[Member]:
+    """The members not in ``keep`` (pid and start time): a process that a kept one starts later is not kept."""
+    return [m for m in members.values() if m.key not in keep]
 
 
 def _names(names: Sequence[str]) -> str:

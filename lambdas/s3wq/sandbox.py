@@ -37,6 +37,15 @@ process group instead, and sees only threads left running: a process that
 left the group (``setsid``) escapes, and one left in it runs until the host
 ends.
 
+The processor can end or freeze the warden itself (``os.kill(os.getppid(),
+SIGKILL)``, ``os.killpg(0, SIGKILL)``, SIGSTOP). :meth:`ProcessorHost.kill`
+sends SIGCONT with its SIGTERM, so a stopped warden still ends the host;
+after a warden that ended uncleanly it kills the host's process group, and
+where the host adopts orphans (``s3wq work``, Lambda: the worker is then
+the child subreaper of what a dead warden leaves) it ends them as the
+warden would. Where it cannot show them gone (an embedding program, which
+adopts none; off Linux) the run is :class:`Unkillable`.
+
 This module is the worker's side.
 
 Wire format (pickled tuples over a socket pair):
@@ -54,12 +63,14 @@ import socket
 import subprocess
 import sys
 import traceback
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
 from . import clock
-from .errors import ProcessorNotFound
+from .containment import Member, ProcessTree, outside
+from .errors import ProcessorNotFound, S3wqError
 from .inputs import ANYTHING, InputPolicy, policy_to_json
 from .tracebacks import ErrorFrame
 from .warden import EXIT_ENDED
@@ -67,6 +78,10 @@ from .warden import EXIT_ENDED
 MAX_TRACEBACK_CHARS = 8000
 # How long kill() waits for the warden to end the host: longer than the warden keeps trying itself.
 KILL_WAIT_SECONDS = 15.0
+# How long the worker keeps killing what a dead warden left, before it calls the run unkillable.
+SWEEP_SECONDS = 5.0
+# The environment variable that marks every process of this process's hosts (see _Orphans).
+HOST_MARK_ENV = "S3WQ_PROCESSOR_HOST"
 # Not ``-m s3wq.warden``: the package imports it before runpy would run it as __main__.
 _HOST_ENTRY = "import sys; from s3wq.warden import host_main; host_main(sys.argv[1:])"
 
@@ -127,10 +142,91 @@ def _signal_quietly(pid: int, signum: int, *, group: bool = False) -> None:
         pass
 
 
+def _resume(pid: int) -> None:
+    """SIGCONT: a warden the processor stopped (SIGSTOP) could not handle the SIGTERM sent with it."""
+    _signal_quietly(pid, signal.SIGCONT)
+
+
+class _Orphans:
+    """What dead wardens left: this process, their subreaper (Linux, once a host that adopts orphans started), ends and reaps it.
+
+    A processor can kill its warden (``os.kill(os.getppid(), SIGKILL)``,
+    ``os.killpg(0, SIGKILL)``): the warden's processes are then reparented to
+    the nearest subreaper above it, this process, and nothing else would end
+    them. Only an orphan is ended: the wardens this process started, alive
+    or not yet reaped by their Popen, are kept with all below them.
+    """
+
+    def __init__(self) -> None:
+        self._tree: ProcessTree | None = None
+        self.wardens: set[int] = set()
+        # Every host this process starts carries this mark in its environment, and so does what it starts (unless a
+        # processor execs a child with an environment of its own): an orphan is told from this process's other
+        # children -- an embedding program's servers and tools -- by it, never by being below this process alone.
+        self.mark = f"{HOST_MARK_ENV}={uuid.uuid4().hex}".encode()
+        self._marked: set[tuple[int, int]] = set()  # orphans seen with the mark: their zombies are ours to reap
+
+    @property
+    def adopting(self) -> bool:
+        return self._tree is not None and self._tree.contained
+
+    def adopt(self) -> None:
+        # Once: a subreaper must reap every orphan from then on, which an embedding program may not expect.
+        if self._tree is None:
+            self._tree = ProcessTree()
+
+    def _carries_mark(self, member: Member) -> bool:
+        if member.key in self._marked:
+            return True
+        try:
+            with open(f"/proc/{member.pid}/environ", "rb") as environ:
+                marked = self.mark in environ.read().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError):
+            return False  # gone meanwhile
+        if marked:
+            self._marked.add(member.key)
+        return marked
+
+    def _outside_hosts(self, members: dict[int, Member]) -> list[Member]:
+        """The orphans of dead hosts: below this process, outside every live host, carrying a host's mark."""
+        me = os.getpid()
+        candidates = outside(members, {m.key for m in members.values() if m.parent == me and m.pid in self.wardens})
+        return [m for m in candidates if self._carries_mark(m)]
+
+    def reap(self) -> None:
+        """Wait for orphans that died, by pid: waitpid(-1) would steal a Popen's status."""
+        if not self.adopting:
+            return
+        me = os.getpid()
+        try:
+            members = self._tree.members()
+        except OSError:
+            return  # /proc unreadable for now (EMFILE): the next call reaps them
+        for member in self._outside_hosts(members):
+            if member.parent == me and not member.alive:
+                try:
+                    os.waitpid(member.pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass  # not ours after all (reaped meanwhile)
+
+    def sweep(self) -> bool:
+        """Kill every orphan, in rounds, and reap them: True once none runs (False if this process is no subreaper)."""
+        if not self.adopting:
+            return False
+        try:
+            _, stuck = self._tree.end(self._outside_hosts, reap=self.reap, within=SWEEP_SECONDS, zombies_too=True)
+        except (OSError, S3wqError):
+            return False  # /proc could not be read, or orphans kept appearing: not shown gone
+        return not any(member.alive for member in stuck)
+
+
+_ORPHANS = _Orphans()
+
+
 class ProcessorHost:
     """Worker side of a processor host: start it, run a group, tell it about the lease, kill it."""
 
-    def __init__(self, processor_spec: str, workspace_uri: str, *, input_policy: InputPolicy = ANYTHING):
+    def __init__(self, processor_spec: str, workspace_uri: str, *, input_policy: InputPolicy = ANYTHING, adopt_orphans: bool = False):
         self.processor_spec = processor_spec
         self.workspace_uri = workspace_uri
         # What the processor's ctx.read_input may read (on Lambda: S3, in the allowed locations only).
@@ -140,6 +236,10 @@ class ProcessorHost:
         self._held_until = 0.0  # the lease the host last heard of
         # Whether the host's warden sees every process it holds (Linux), or ends its process group (elsewhere).
         self._contained = False
+        # Whether the warden said "ready": it had its SIGTERM handler then, so SIGTERM's own action is no clean end.
+        self._ready = False
+        # Whether this process becomes the subreaper of what a dead warden leaves, and ends it (``s3wq work``, Lambda).
+        self.adopt_orphans = adopt_orphans
         self.starts = 0
 
     @property
@@ -156,10 +256,15 @@ class ProcessorHost:
         if self.running:
             return True
         self.kill()
+        if self.adopt_orphans:
+            _ORPHANS.adopt()
         ours, theirs = socket.socketpair()
         # The host must import exactly what this process imports (on Lambda
         # the task root is on sys.path, not on PYTHONPATH).
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        if self.adopt_orphans:
+            name, _, value = _ORPHANS.mark.decode().partition("=")
+            env[name] = value
         command = [
             sys.executable, "-c", _HOST_ENTRY, str(theirs.fileno()), str(os.getpid()), self.processor_spec, self.workspace_uri,
             policy_to_json(self.input_policy),
@@ -171,6 +276,8 @@ class ProcessorHost:
             raise
         finally:
             theirs.close()
+        _ORPHANS.wardens.add(self._process.pid)
+        self._ready = False
         self._conn = Connection(ours.detach())
         self.starts += 1
         while True:
@@ -188,6 +295,7 @@ class ProcessorHost:
             self.kill()
             raise ProcessorNotFound(reason)
         self._contained = message[1]
+        self._ready = True
         return True
 
     def _receive(self) -> tuple | None:
@@ -252,30 +360,48 @@ class ProcessorHost:
         """Have the warden end every process of the host, and return once they are gone.
 
         False if they are not known to be gone: one would not die (the warden
-        says so), or the warden itself did not end within KILL_WAIT_SECONDS
-        (it is then killed with its process group, and whatever left the
-        group may still run). The caller must then leave the group's lock to
-        go stale: nothing it writes may land beside a process of the run.
+        says so), or the warden did not end cleanly (killed, crashed, or not
+        ended within KILL_WAIT_SECONDS) and what it left could not be shown
+        gone: its process group is killed, and where the host adopts orphans
+        they are swept (elsewhere whatever left the group may still run). The
+        caller must then leave the group's lock to go stale: nothing it
+        writes may land beside a process of the run.
         """
         gone = True
         if self._process is not None:
-            if self._process.poll() is None:
-                _signal_quietly(self._process.pid, signal.SIGTERM)
+            warden = self._process
+            if warden.poll() is None:
+                _signal_quietly(warden.pid, signal.SIGTERM)
+                _resume(warden.pid)
                 try:
-                    self._process.wait(timeout=KILL_WAIT_SECONDS)
+                    warden.wait(timeout=KILL_WAIT_SECONDS)
                 except subprocess.TimeoutExpired:
-                    _signal_quietly(self._process.pid, signal.SIGKILL, group=True)
-                    self._process.wait()
+                    _signal_quietly(warden.pid, signal.SIGKILL, group=True)
+                    warden.wait()
                     gone = False
-            code = self._process.returncode
-            # SIGTERM's own action: before the warden could handle it, so before it forked anything.
-            ended = (EXIT_ENDED, -signal.SIGTERM) if self._contained else (EXIT_ENDED, -signal.SIGTERM, -signal.SIGKILL)
-            gone = gone and code in ended
+            _ORPHANS.wardens.discard(warden.pid)
+            if not (gone and self._ended_cleanly(warden.returncode)):
+                gone = self._end_what_it_left(warden.pid)
             self._process = None
+        _ORPHANS.reap()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
         return gone
+
+    def _ended_cleanly(self, code: int) -> bool:
+        if code == EXIT_ENDED:
+            return True
+        # SIGTERM's own action before the warden could handle it: before "ready", so before it forked anything.
+        if code == -signal.SIGTERM and not self._ready:
+            return True
+        # Off Linux the warden ends its own process group, itself with it.
+        return code == -signal.SIGKILL and not self._contained
+
+    def _end_what_it_left(self, group: int) -> bool:
+        """After an unclean end: kill the host's process group (the processor's own children), then sweep the orphans."""
+        _signal_quietly(group, signal.SIGKILL, group=True)
+        return _ORPHANS.sweep()
 
     def close(self) -> None:
         """Let an idle host exit by itself; kill it if it does not."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import signal
 import socket
 import sys
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection, wait
 
 from . import clock
-from .containment import Member, ModuleThreads, ProcessTree, describe_leftovers, leftover_threads, outside
+from .containment import KeptAppearing, Member, ModuleThreads, ProcessTree, describe_leftovers, leftover_threads, not_kept
 from .errors import S3wqError
 from .inputs import InputPolicy, policy_from_json
 from .killtimer import KillTimer
@@ -47,6 +48,10 @@ EXIT_MEMBERS_SURVIVED = 75
 _GIVE_UP_SECONDS = 10.0
 # How long a runner whose socket closed may take to be reaped before it counts as gone without a code.
 _RUNNER_EXIT_SECONDS = 1.0
+# How long a run's leftovers may keep reappearing as they are frozen before the runner counts as starting them.
+_RESPAWN_SECONDS = 1.0
+# The warden -> runner message naming the runner's children it killed: zombies the runner must wait for.
+_REAP = "reap"
 
 
 def _prctl_pdeathsig(signum: int) -> None:
@@ -85,6 +90,9 @@ def _listen(conn: Connection, state: _RunnerState) -> None:
             message = conn.recv()
         except (EOFError, OSError):
             os._exit(0)
+        if message[0] == _REAP:
+            _reap_killed(message[1])
+            continue
         with state.lock:
             if message[0] == "lease":
                 state.held_until = message[1]
@@ -95,6 +103,20 @@ def _listen(conn: Connection, state: _RunnerState) -> None:
                 state.runs.append(message)
                 state.arrived.notify()
             state.arm()
+
+
+def _reap_killed(pids: list[int]) -> None:
+    """Wait for the runner's children that the warden killed: a long-lived runner would keep each as a zombie.
+
+    Only those: a child the module started and still owns is its to wait for
+    (a multiprocessing Process whose pid another wait took reads as alive).
+    A killed child is a zombie until waited for, so its pid names it still.
+    """
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass  # the processor waited for it itself
 
 
 def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
@@ -162,6 +184,7 @@ class _Warden:
         self.deadline: float | None = None  # while a run is in progress
         self.lease_over = KillTimer(signal.SIGALRM)
         self.worker: Connection | None = None
+        self.runner: Connection | None = None
         self._ending = False
 
     def on_signal(self, signum: int, frame: object) -> None:
@@ -179,15 +202,32 @@ class _Warden:
             if pid == self.runner_pid:
                 self.runner_code = os.waitstatus_to_exitcode(status)
 
-    def _end_members(self, select: Callable[[dict[int, Member]], Iterable[Member]], *, zombies_too: bool = False) -> list[Member]:
-        """SIGKILL what ``select`` picks until it is gone, and return what was killed; exit, saying so, if some would not die."""
-        killed, survivors = self.tree.end(select, reap=self.reap, within=_GIVE_UP_SECONDS, zombies_too=zombies_too)
+    def _end_members(
+        self,
+        select: Callable[[dict[int, Member]], Iterable[Member]],
+        *,
+        zombies_too: bool = False,
+        settle_within: float | None = None,
+    ) -> list[Member]:
+        """Freeze and SIGKILL what ``select`` picks until it is gone, and return what was killed; exit, saying so, if some would not die.
+
+        :class:`KeptAppearing` (only with ``settle_within``) goes to the caller.
+        """
+        try:
+            killed, survivors = self.tree.end(
+                select, reap=self.reap, within=_GIVE_UP_SECONDS, settle_within=settle_within, zombies_too=zombies_too
+            )
+        except KeptAppearing as exc:
+            if settle_within is not None:
+                raise
+            killed, survivors, why = exc.killed, exc.killed, "new ones kept appearing"
+        else:
+            why = "uninterruptible sleep, or another user's process"
         if survivors:
             self.tree.end(dict.values, reap=self.reap, within=0.0)  # one round at the rest of the host: the runner, the module's own
             names = describe_leftovers([m.name for m in survivors], [])
             print(
-                f"s3wq: the processor host could not end {names} in {_GIVE_UP_SECONDS:g} s (uninterruptible sleep, "
-                "or another user's process): its group is left to its lease",
+                f"s3wq: the processor host could not end {names} in {_GIVE_UP_SECONDS:g} s ({why}): its group is left to its lease",
                 file=sys.stderr,
                 flush=True,
             )
@@ -205,22 +245,52 @@ class _Warden:
         self._end_members(dict.values, zombies_too=True)
         os._exit(EXIT_ENDED)
 
+    def end_host_hard(self, error: BaseException) -> None:
+        """The warden itself failed (a /proc read refused, poll refused): end the host however it still can, and exit."""
+        print(f"s3wq: the processor host's warden failed ({type(error).__name__}: {error}): ending the host", file=sys.stderr, flush=True)
+        try:
+            # A processor may have lowered the warden's file limit (prlimit): /proc cannot be read without descriptors.
+            _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            self._ending = False
+            self.end_host()
+        finally:
+            # Still failing: the process group, the warden with it (a SIGKILL'd warden reads as "not shown gone").
+            os.killpg(0, signal.SIGKILL)
+
     def _run_leftovers(self, members: dict[int, Member]) -> list[Member]:
-        return [m for m in outside(members, self.baseline) if m.pid != self.runner_pid]
+        # Only the exact processes of "ready" are the module's: what they start later (a forkserver's child) is a run's.
+        return [m for m in not_kept(members, self.baseline) if m.pid != self.runner_pid]
 
     def finish_run(self, reply: tuple) -> None:
         """A run ended: end what it left running, and only then tell the worker; threads left running end the host."""
         *fields, threads = reply
-        killed = self._end_members(self._run_leftovers)
+        host_ending = bool(threads)
         if threads and self.tree.contained:
-            # A thread cannot be stopped alone: the runner goes, and with it the host.
-            self._end_members(dict.values, zombies_too=True)
+            # A thread cannot be stopped alone, and it may be starting processes: the runner goes first, with the host.
+            killed = self._end_members(dict.values, zombies_too=True)
+            killed = [m for m in killed if m.pid != self.runner_pid and m.key not in self.baseline]
+        else:
+            try:
+                killed = self._end_members(self._run_leftovers, settle_within=_RESPAWN_SECONDS)
+            except KeptAppearing as exc:
+                # The runner (a thread the runner could not see as the run's, a native one) keeps starting them: the host goes.
+                killed = exc.killed + self._end_members(dict.values, zombies_too=True)
+                host_ending = True
         # The lease timer stayed armed until the run's processes were gone: a frozen worker cannot delay that.
         self.deadline = None
         self.lease_over.disarm()
-        self.tell_worker((*fields, describe_leftovers([m.name for m in killed], threads), bool(threads)))
-        if threads:
+        self.tell_worker((*fields, describe_leftovers([m.name for m in killed], threads), host_ending))
+        if host_ending:
             self.end_host()
+        self._tell_runner_to_reap(killed)
+
+    def _tell_runner_to_reap(self, killed: list[Member]) -> None:
+        if orphans := [m.pid for m in killed if m.parent == self.runner_pid]:
+            try:
+                self.runner.send((_REAP, orphans))
+            except OSError:
+                pass  # the runner died: reaped by the watch
 
     def tell_worker(self, message: tuple) -> None:
         try:
@@ -261,6 +331,10 @@ class _Warden:
                 time.sleep(0.01)
                 self.reap()
             self._runner_died()
+        except Exception:  # noqa: BLE001 -- bytes that are no message (a processor wrote to the runner's socket): the runner failed
+            self._runner_died()
+        if not _well_formed(reply):
+            self._runner_died()
         if reply[0] in ("done", "raised"):
             self.finish_run(reply)
             return
@@ -271,7 +345,13 @@ class _Warden:
         self.tell_worker(reply)
 
     def watch(self, worker: Connection, runner: Connection, runner_pid: int) -> None:
-        self.worker, self.runner_pid = worker, runner_pid
+        self.worker, self.runner, self.runner_pid = worker, runner, runner_pid
+        try:
+            self._relay(worker, runner)
+        except BaseException as exc:  # noqa: BLE001 -- whatever broke the warden, the host must not outlive it
+            self.end_host_hard(exc)
+
+    def _relay(self, worker: Connection, runner: Connection) -> None:
         while True:
             # Sliced: a wait's own timeout stands still while the machine sleeps, the timer does not; and orphans are reaped.
             timeout = _WATCH_SLICE_SECONDS if self.deadline is None else min(_WATCH_SLICE_SECONDS, max(0.0, self.deadline - clock.now()))
@@ -286,6 +366,14 @@ class _Warden:
             # A runner whose socket a child of the processor still holds dies unseen by recv.
             if self.runner_code is not None:
                 self._runner_died()
+
+
+# What the runner sends, by kind: how many fields follow (a run's end ends with its leftover threads).
+_RUNNER_FIELDS = {"ready": 0, "load_error": 1, "done": 3, "raised": 4}
+
+
+def _well_formed(reply: object) -> bool:
+    return isinstance(reply, tuple) and bool(reply) and _RUNNER_FIELDS.get(reply[0]) == len(reply) - 1
 
 
 def host_main(argv: Sequence[str]) -> None:

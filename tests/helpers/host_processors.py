@@ -7,6 +7,7 @@ S3WQ_TEST_PID_FILE, so a test can check that the process is gone.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -58,3 +59,11 @@ def leaves_a_thread_that_watches_its_claim(group, ctx) -> None:
         _record(os.getpid())
 
     threading.Thread(target=work_while_held, daemon=True).start()
+
+
+def kills_its_warden_leaving_a_daemon(group, ctx) -> None:
+    """Starts a daemon in a session of its own, then kills the warden above it: the daemon is an orphan of a dead host."""
+    daemon = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    _record(daemon.pid)
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(60)

@@ -165,3 +165,23 @@ def test_a_killed_worker_takes_its_host_and_everything_the_processor_started_wit
         time.sleep(0.05)
 
     assert not alive(host_pid) and not alive(started_process)
+
+
+def test_a_worker_that_adopts_orphans_ends_a_dead_hosts_daemon_and_spares_its_own_children(local_workspace, pid_file):
+    # This process (as an embedding program would) has a child of its own, started before and after the host.
+    before = subprocess.Popen(["sleep", "60"])
+    host = ProcessorHost("host_processors:kills_its_warden_leaving_a_daemon", local_workspace, adopt_orphans=True)
+    try:
+        host.start()
+        after = subprocess.Popen(["sleep", "60"])
+        end = run_to_end(host)
+        # The host died (killed by a signal), and the sweep showed every process of it gone: not "unkillable".
+        assert isinstance(end, Raised) and "killed by SIGKILL" in end.error, end
+        [daemon] = pids(pid_file)
+        assert gone(daemon, within=0.5)
+        assert alive(before.pid) and alive(after.pid)  # not the host's: never swept
+    finally:
+        host.close()
+        for own in (before, after):
+            own.kill()
+            own.wait()

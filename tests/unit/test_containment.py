@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
 import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from s3wq.containment import MAX_LEFTOVERS_CHARS, Member, ModuleThreads, _read_stat, describe_leftovers, leftover_threads, outside
+import pytest
+from s3wq.containment import (
+    MAX_LEFTOVERS_CHARS,
+    Member,
+    ModuleThreads,
+    _read_stat,
+    describe_leftovers,
+    leftover_threads,
+    not_kept,
+)
 
 
 def member(pid: int, parent: int, started: int = 1, name: str = "sleep") -> Member:
@@ -23,21 +34,34 @@ def test_a_leftovers_line_names_counts_and_names_but_no_pid_and_stays_short():
     assert many.startswith("500 processes (helper-0, helper-1, helper-10, ...)") and len(many) <= MAX_LEFTOVERS_CHARS
 
 
-def test_what_the_module_started_and_what_that_starts_are_kept_and_a_reused_pid_is_not():
+def test_only_the_exact_processes_of_the_import_are_kept_and_what_they_start_later_or_a_reused_pid_is_not():
     warden, runner = 10, 11
     members = {
         11: member(11, warden, name="python"),
-        12: member(12, warden, name="model-server"),  # started at import: the baseline
-        13: member(13, 12, name="model-worker"),  # the model server's own child
+        12: member(12, warden, name="forkserver"),  # started at import: the baseline
+        13: member(13, 12, name="forkserver-child"),  # what it started for a run, since: the run's
         14: member(14, runner),  # the run's child
         15: member(15, warden, name="helper"),  # a run's orphan, reparented to the warden
         16: member(16, warden, started=99),  # a pid of the baseline, died and reused by a run's process
+        17: member(17, 12, name="pool-worker"),  # the forkserver's child that existed at import: the baseline
     }
-    baseline = {(12, 1), (16, 1)}
+    baseline = {(12, 1), (16, 1), (17, 1)}
 
-    left = [m.pid for m in outside(members, baseline) if m.pid != runner]
+    left = [m.pid for m in not_kept(members, baseline) if m.pid != runner]
 
-    assert left == [14, 15, 16]
+    assert left == [13, 14, 15, 16]
+
+
+def test_a_proc_read_refused_for_want_of_descriptors_raises_and_is_never_taken_for_gone():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (3, hard))  # stdin, stdout, stderr: no descriptor left for /proc
+    try:
+        with pytest.raises(OSError) as refused:
+            _read_stat(os.getpid())
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert refused.value.errno == errno.EMFILE
+    assert _read_stat(2**22 + 1) is None  # no such process: gone
 
 
 def test_a_process_name_with_spaces_and_parentheses_is_read_whole(tmp_path):
