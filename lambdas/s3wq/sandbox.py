@@ -401,7 +401,9 @@ class ProcessorHost:
     def _end_what_it_left(self, group: int) -> bool:
         """After an unclean end: kill the host's process group (the processor's own children), then sweep the orphans."""
         _signal_quietly(group, signal.SIGKILL, group=True)
-        return _ORPHANS.sweep()
+        # Only a host that adopts its orphans can show them gone: this process may be the subreaper for another
+        # host that does, but what this host's warden left was never marked, and may have gone anywhere.
+        return self.adopt_orphans and _ORPHANS.sweep()
 
     def close(self) -> None:
         """Let an idle host exit by itself; kill it if it does not."""
