@@ -244,6 +244,9 @@ def test_a_host_that_cannot_show_its_run_gone_leaves_the_lock_to_go_stale(s3_bac
     monkeypatch.setattr(sandbox, "KILL_WAIT_SECONDS", 0.5, raising=False)
     # Uninterruptible sleep, unlike SIGSTOP, is not undone by the SIGCONT that kill() sends.
     monkeypatch.setattr(sandbox, "_resume", lambda pid: None, raising=False)
+    # This process is the subreaper for another host that adopts its orphans (as after any such host ran here):
+    # what this host, which does not adopt, leaves is still not shown gone by a sweep.
+    sandbox._ORPHANS.adopt()
     host = ProcessorHost("reliability.heartbeat_processor:process", s3_backend.uri)
     stop = GracefulStop()
     worker = Worker(s3_backend, None, WorkerSettings(time_limit=60, lease=30), runner=HostRunner(host, stop=stop), worker_id="A", stop=stop)
