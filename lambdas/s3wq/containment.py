@@ -110,6 +110,16 @@ def _read_stat(pid: int) -> Member | None:
     return Member(pid, int(fields[1]), int(fields[19]), name, fields[0] not in "ZX" or _any_thread_running(pid))
 
 
+def running_children(pid: int) -> dict[int, str]:
+    """``pid``'s direct children that still run, with their names (Linux: /proc; none are seen elsewhere). A zombie has stopped."""
+    children = {}
+    for child in ProcessTree.children_of(pid):
+        member = _read_stat(child)
+        if member is not None and member.parent == pid and member.alive:
+            children[child] = member.name
+    return children
+
+
 def _become_subreaper() -> bool:
     if not sys.platform.startswith("linux") or not os.path.isdir("/proc/self/task"):
         return False
@@ -158,7 +168,7 @@ class ProcessTree:
         if not self.contained:
             return {}
         found: dict[int, Member] = {}
-        children_of = self._children_from_files if self._children_files else self._children_from_stats()
+        children_of = self.children_of if self._children_files else self._children_from_stats()
         pending = [self.root]
         while pending:
             parent = pending.pop()
@@ -171,7 +181,7 @@ class ProcessTree:
         return found
 
     @staticmethod
-    def _children_from_files(pid: int) -> list[int]:
+    def children_of(pid: int) -> list[int]:
         children: list[int] = []
         try:
             tasks = os.listdir(f"/proc/{pid}/task")

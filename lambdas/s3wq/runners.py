@@ -36,7 +36,7 @@ from typing import Protocol
 
 from . import clock
 from .backends import Backend
-from .containment import describe_leftovers, idle_pool_worker
+from .containment import describe_leftovers, idle_pool_worker, running_children
 from .index import Group
 from .killtimer import KillTimer, process_kill_timer
 from .lease import LeaseKeeper
@@ -156,31 +156,10 @@ class _Running:
         threads = threading.enumerate()
         frames = sys._current_frames()
         idle = frozenset(t for t in threads if t.ident in frames and idle_pool_worker(frames[t.ident]))
-        return cls(frozenset(threads), idle, frozenset(_running_children()))
+        return cls(frozenset(threads), idle, frozenset(running_children(os.getpid())))
 
 
-def _proc_text(pid: int, name: str) -> str:
-    try:
-        with open(f"/proc/{pid}/{name}") as file:
-            return file.read()
-    except OSError:  # gone meanwhile
-        return ""
-
-
-def _running_children() -> set[int]:
-    """This process's direct children that still run (Linux: /proc; none are seen elsewhere). A zombie has stopped."""
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return set()
-    pids: set[int] = set()
-    for task in tasks:
-        pids.update(int(pid) for pid in _proc_text(os.getpid(), f"task/{task}/children").split())
-    # The state is the first field after the command, which is in parentheses and may hold anything.
-    return {pid for pid in pids if _proc_text(pid, "stat").rpartition(")")[2].split()[:1] not in ([], ["Z"], ["X"])}
-
-
-def _left_running(before: _Running) -> tuple[list[threading.Thread], list[int]]:
+def _left_running(before: _Running) -> tuple[list[threading.Thread], dict[int, str]]:
     """The threads and child processes started since ``before`` that still run, and the pool workers it set to work.
 
     s3wq's own threads and idle pool workers aside.
@@ -197,7 +176,7 @@ def _left_running(before: _Running) -> tuple[list[threading.Thread], list[int]]:
     ]
     frames = sys._current_frames()
     threads = [t for t in threads if not (t.ident in frames and idle_pool_worker(frames[t.ident]))]
-    return threads, sorted(_running_children() - before.children)
+    return threads, {pid: name for pid, name in running_children(os.getpid()).items() if pid not in before.children}
 
 
 def _printable(name: str) -> str:
@@ -222,7 +201,7 @@ def _wait_for_leftovers(before: _Running, group: Group, ended: str) -> str:
             if not threads and not processes:
                 log.warning("group %s: the run %s with threads or processes still running; waiting for them", group.hash, ended)
             threads.update((t, _printable(t.name)) for t in running if t not in threads)
-            processes.update((pid, _proc_text(pid, "comm").strip() or "?") for pid in children if pid not in processes)
+            processes.update((pid, name) for pid, name in children.items() if pid not in processes)
             if running:
                 running[0].join(_LEFTOVER_POLL_SECONDS)
             else:

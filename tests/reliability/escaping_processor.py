@@ -44,22 +44,28 @@ _WAIT_SECONDS = 30.0
 # A helper: no s3wq, no site packages (it starts fast); ``hardy`` ignores SIGTERM and SIGHUP. Its pid
 # file holds its call and stays locked (flock) while it lives: the kernel unlocks it as the process dies,
 # so a DeathWatch learns when it had certainly stopped, closer than its last beat can tell.
-_HELPER = r"""
-import fcntl, os, signal, sys, time
-base, seconds, hardy, pid_dir = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
-if hardy:
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(signum, signal.SIG_IGN)
+# What every helper script runs first, given ``base`` and ``pid_dir``: its locked pid file, and ``write(kind)``
+# of a mark (the temporary file named by pid: a fork chain's generations may write at once).
+ALIVE_PRELUDE = r"""
+import fcntl, os, time
 pid_file = os.path.join(pid_dir, str(os.getpid()))
 alive = os.open(pid_file + ".tmp", os.O_CREAT | os.O_WRONLY)
 fcntl.flock(alive, fcntl.LOCK_EX)
 os.write(alive, os.path.basename(base).encode())
 os.replace(pid_file + ".tmp", pid_file)
 def write(kind):
-    temporary = f"{base}.{kind}.tmp"
+    temporary = f"{base}.{kind}.{os.getpid()}.tmp"
     with open(temporary, "w") as f:
         f.write(str(time.time_ns()))
     os.replace(temporary, f"{base}.{kind}")
+"""
+_HELPER = r"""
+import signal, sys
+base, seconds, hardy, pid_dir = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+if hardy:
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
+""" + ALIVE_PRELUDE + r"""
 write("start")
 until = time.monotonic() + seconds
 while time.monotonic() < until:

@@ -27,22 +27,13 @@ import threading
 import time
 from pathlib import Path
 
-from .escaping_processor import HELPER_SECONDS, PID_DIR_ENV, _first_call, _helper_command, _Run
+from .escaping_processor import ALIVE_PRELUDE, HELPER_SECONDS, PID_DIR_ENV, _first_call, _helper_command, _Run
 
 # A fork chain in a bare interpreter: one pid file, locked through every generation (the lock goes with the open file).
 _CHAIN = r"""
-import fcntl, os, sys, time
+import sys
 base, seconds, pid_dir = sys.argv[1], float(sys.argv[2]), sys.argv[3]
-pid_file = os.path.join(pid_dir, str(os.getpid()))
-alive = os.open(pid_file + ".tmp", os.O_CREAT | os.O_WRONLY)
-fcntl.flock(alive, fcntl.LOCK_EX)
-os.write(alive, os.path.basename(base).encode())
-os.replace(pid_file + ".tmp", pid_file)
-def write(kind):
-    temporary = f"{base}.{kind}.{os.getpid()}.tmp"
-    with open(temporary, "w") as f:
-        f.write(str(time.time_ns()))
-    os.replace(temporary, f"{base}.{kind}")
+""" + ALIVE_PRELUDE + r"""
 write("start")
 until, last = time.monotonic() + seconds, 0.0
 while time.monotonic() < until:
