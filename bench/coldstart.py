@@ -1,7 +1,7 @@
 """Cold start: each Lambda handler's import time, and the zipped size of the Lambda bundle.
 
 Import time: for every handler, each run is a new ``python`` process with
-``PYTHONPATH=lambdas`` that times ``import handlers.<name>`` with
+``PYTHONPATH=lambdas`` that times ``import s3wq.handlers.<name>`` with
 ``time.perf_counter``; the interpreter's own start-up is not included. One
 unmeasured run per handler comes first, so that compiling ``.pyc`` files does
 not count. A last run with ``-X importtime`` names the top-level packages
@@ -40,7 +40,7 @@ from pathlib import Path
 from common import REPO_ROOT, emit, machine, target
 
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
-HANDLERS = ["handlers.populate", "handlers.worker", "handlers.status"]
+HANDLERS = ["s3wq.handlers.populate", "s3wq.handlers.worker", "s3wq.handlers.status"]
 TIMED_IMPORT = "import time, importlib; t = time.perf_counter(); importlib.import_module({module!r}); print(time.perf_counter() - t)"
 # Variables that would change what the handlers import, taken out so each run starts from the same place.
 _CLEARED_PREFIXES = ("POWERTOOLS_", "AWS_LAMBDA_", "PYTHON")

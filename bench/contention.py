@@ -48,11 +48,12 @@ import bench_processor
 from common import WORKSPACE_PREFIX, emit, machine, positive_ints, reset_server, target
 from latency_proxy import LatencyProxy
 import olmocr_queue
-from s3wq import WorkerSettings, WorkIndex, Worker, layout
-from s3wq.backends import S3Backend, counting_requests, make_s3_client, request_counts
-from s3wq.local_s3 import LocalS3
-from s3wq.runners import HostRunner
-from s3wq.sandbox import ProcessorHost
+from s3wq import WorkerSettings, WorkIndex, Worker
+from s3wq.store import layout
+from s3wq.store import S3Backend, counting_requests, make_s3_client, request_counts
+from s3wq.dev.local_s3 import LocalS3
+from s3wq.host.runners import HostRunner
+from s3wq.host.sandbox import ProcessorHost
 
 S3WQ, UNINDEXED, OLMOCR = "s3wq", "s3wq-unindexed", "olmocr"
 QUEUES = (S3WQ, UNINDEXED, OLMOCR)

@@ -29,9 +29,9 @@ from dataclasses import asdict
 from common import emit, machine
 
 from s3wq import WorkIndex
-from s3wq.backends import S3Backend
-from s3wq.localcloud.cloud import LocalCloud
-from s3wq.localcloud.runner import CONCURRENCY_ENV
+from s3wq.store import S3Backend
+from s3wq.dev.localcloud.cloud import LocalCloud
+from s3wq.dev.localcloud.runner import CONCURRENCY_ENV
 
 
 def worker_invocations(cloud: LocalCloud) -> tuple[int, int]:

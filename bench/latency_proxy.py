@@ -115,7 +115,7 @@ class LatencyProxy:
     """``with LatencyProxy(upstream) as proxy:`` -- point clients at ``proxy.endpoint``."""
 
     def __init__(self, upstream: str, *, median_ms: float = 20.0, p99_ms: float = 60.0, seed: int = 1):
-        from s3wq.local_s3 import free_port
+        from s3wq.dev.local_s3 import free_port
 
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"

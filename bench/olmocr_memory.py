@@ -42,9 +42,9 @@ from typing import Iterator
 import zstandard
 
 from common import WORKSPACE_PREFIX, emit, machine, positive_ints, reset_server, target
-from s3wq import layout
+from s3wq.store import layout
 from s3wq.index import Group, encode_groups
-from s3wq.local_s3 import LocalS3
+from s3wq.dev.local_s3 import LocalS3
 
 TARGET_WORKER_PEAK_RSS_MB = 300.0
 BUCKET = "bench-olmocr-memory"

@@ -1,6 +1,6 @@
 """The local S3 server, with a bucket filled before it starts serving, and listed as S3 lists: for benchmarks of big workspaces.
 
-Two things the local server (``s3wq.local_s3``: moto) does far slower than
+Two things the local server (``s3wq.dev.local_s3``: moto) does far slower than
 S3, and that a benchmark of a big workspace would otherwise measure instead
 of the client:
 
@@ -16,7 +16,7 @@ of the client:
   delimiter) is answered from a sorted list of its keys, rebuilt after any
   write, in S3's XML; anything else goes to moto.
 
-Everything else is moto, served as ``s3wq.local_s3`` serves it. The objects
+Everything else is moto, served as ``s3wq.dev.local_s3`` serves it. The objects
 read back over HTTP are what was filled, with the Last-Modified of the fill.
 A benchmark checks what it reads back against what it filled.
 
@@ -39,7 +39,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 from xml.sax.saxutils import escape
 
-from s3wq.local_s3 import FAKE_CREDENTIALS, LocalServer
+from s3wq.dev.local_s3 import FAKE_CREDENTIALS, LocalServer
 
 # Filling 100,000 objects takes a few seconds; starting the server after it, one more.
 START_TIMEOUT_SECONDS = 600.0
@@ -157,13 +157,13 @@ class SortedListing:
 
 
 def serve(host: str, port: int, bucket: str) -> None:
-    """As ``s3wq.local_s3.serve``, with the bucket's plain listings answered by SortedListing."""
+    """As ``s3wq.dev.local_s3.serve``, with the bucket's plain listings answered by SortedListing."""
     import signal
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import run_simple
 
-    from s3wq.local_s3 import dispatch_without_rescanning, serialized_writes
+    from s3wq.dev.local_s3 import dispatch_without_rescanning, serialized_writes
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     dispatch_without_rescanning()

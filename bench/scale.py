@@ -57,11 +57,11 @@ from cost import (
     WORKER_TIMEOUT_SECONDS,
     s3_dollars,
 )
-from s3wq import layout
-from s3wq.backends import MAX_PARALLEL_REQUESTS, SMALL_BODY_BYTES
+from s3wq.store import layout
+from s3wq.store import MAX_PARALLEL_REQUESTS, SMALL_BODY_BYTES
 from s3wq.config import MIN_RUN_SECONDS
 from s3wq.index import PARALLEL_SEGMENT_WRITES, encode_groups, make_groups, prefix_length
-from s3wq.status import LIST_PAGE_KEYS, partition_digits
+from s3wq.ops.status import LIST_PAGE_KEYS, partition_digits
 from s3wq.worker import LISTING_GROUPS_PER_PAGE
 
 # --- S3's limits -----------------------------------------------------------------------------------------
@@ -88,7 +88,7 @@ RATE_CLASS = {
     "HeadObject": READ_CLASS,
 }
 # Above the limit S3 answers 503 Slow Down until it has split the prefix;
-# s3wq's client (s3wq.backends.make_s3_client) uses the SDK's standard retry
+# s3wq's client (s3wq.store.make_s3_client) uses the SDK's standard retry
 # mode, up to 8 attempts, which retries 503 Slow Down with jittered backoff.
 SLOWDOWN_NOTE = (
     "above the limit S3 answers 503 SlowDown until it splits the prefix; the SDK's standard retry mode "

@@ -43,11 +43,12 @@ import boto3
 
 from common import WORKSPACE_PREFIX, emit, machine, peak_rss_mb, positive_ints, reset_server, target
 import olmocr_queue
-from s3wq import WorkerSettings, WorkIndex, Worker, layout
+from s3wq import WorkerSettings, WorkIndex, Worker
+from s3wq.store import layout
 from s3wq.worker import WorkerObserver
-from s3wq.backends import S3Backend, counting_requests, make_s3_client, request_counts
+from s3wq.store import S3Backend, counting_requests, make_s3_client, request_counts
 from s3wq.index import encode_groups
-from s3wq.local_s3 import LocalS3
+from s3wq.dev.local_s3 import LocalS3
 
 GROUP_SIZE = 10
 LAMBDA_MEMORY_MB = 1769  # the worker function's memory (one full vCPU)

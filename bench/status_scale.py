@@ -51,11 +51,12 @@ from pathlib import Path
 from common import WORKSPACE_PREFIX, emit, machine, peak_rss_mb, target
 from latency_proxy import LatencyProxy
 from prefilled_s3 import PrefilledS3
-from s3wq import WorkIndex, layout
-from s3wq.backends import MAX_PARALLEL_REQUESTS, S3Backend
-from s3wq.bodies import FAILED, HELD, RELEASED, LockBody
+from s3wq import WorkIndex
+from s3wq.store import layout
+from s3wq.store import MAX_PARALLEL_REQUESTS, S3Backend
+from s3wq.protocol.bodies import FAILED, HELD, RELEASED, LockBody
 from s3wq.index import SEGMENT_TARGET_GROUPS, make_groups
-from s3wq.status import LIST_PAGE_KEYS, partition_digits
+from s3wq.ops.status import LIST_PAGE_KEYS, partition_digits
 
 BUCKET = "bench-status"
 DONE_FRACTION, FAILED_FRACTION, LOCKS_PER_THOUSAND = 0.60, 0.01, 1.0
@@ -136,9 +137,9 @@ def lock_body(hash_: str, state: str) -> str:
 def _measure_child(endpoint: str, operation: str, results) -> None:
     try:
         os.environ["AWS_ENDPOINT_URL"] = endpoint
-        from s3wq.backends import make_s3_client, request_counts
-        from s3wq.operations import list_failures
-        from s3wq.status import queue_status
+        from s3wq.store import make_s3_client, request_counts
+        from s3wq.ops.operations import list_failures
+        from s3wq.ops.status import queue_status
 
         client = make_s3_client()
         backend = S3Backend(s3_client=client, bucket=BUCKET, prefix=WORKSPACE_PREFIX)

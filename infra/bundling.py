@@ -19,7 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
 REQUIREMENTS = REPO_ROOT / "requirements.txt"
-PACKAGES = ("s3wq", "handlers")
+PACKAGES = ("s3wq",)
 
 # botocore ships the models of every AWS service (about 30 MB); the handlers
 # talk to these only. Dropping the rest keeps the zip small without giving up

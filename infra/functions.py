@@ -36,7 +36,7 @@ class QueueFunctions(Construct):
         }
         self.worker = self._function(
             "Worker",
-            handler="handlers.worker.handler",
+            handler="s3wq.handlers.worker.handler",
             timeout=settings.worker_timeout_seconds,
             memory=settings.worker_memory_mb,
             # One source for both: the lease outlasts the invocation, so a
@@ -53,7 +53,7 @@ class QueueFunctions(Construct):
         )
         self.populate = self._function(
             "Populate",
-            handler="handlers.populate.handler",
+            handler="s3wq.handlers.populate.handler",
             timeout=settings.populate_timeout_seconds,
             memory=settings.populate_memory_mb,
             environment={
@@ -67,7 +67,7 @@ class QueueFunctions(Construct):
         )
         self.status = self._function(
             "Status",
-            handler="handlers.status.handler",
+            handler="s3wq.handlers.status.handler",
             timeout=STATUS_TIMEOUT_SECONDS,
             memory=STATUS_MEMORY_MB,
             environment=common,

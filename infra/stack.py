@@ -11,7 +11,7 @@ from constructs import Construct
 
 from s3wq import config as s3wq_config
 from s3wq import inputs as s3wq_inputs
-from s3wq import layout
+from s3wq.store import layout
 
 from .bundling import lambda_code
 from .functions import RUNTIME, QueueFunctions
@@ -144,7 +144,7 @@ class S3wqStack(Stack):
         self._read_inputs(self.functions.populate, list_objects=True)
         state_machine = self.orchestration.state_machine
         state_machine.grant_start_execution(self.functions.populate)
-        # To tell a redelivered event from a new one (see handlers.populate).
+        # To tell a redelivered event from a new one (see s3wq.handlers.populate).
         self.functions.populate.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["states:DescribeExecution"],

@@ -34,7 +34,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from s3wq.local_s3 import LocalServer
+from s3wq.dev.local_s3 import LocalServer
 
 STORE_ENV = "S3WQ_TEST_STORE"
 PYTHON_ENV = "S3WQ_LOCALSTACK_PYTHON"

@@ -8,15 +8,15 @@ import subprocess
 import sys
 from collections import Counter
 
-from s3wq import layout
-from s3wq.backends import Backend
-from s3wq.bodies import FAILED, FINISHED, RELEASED, LockBody
+from s3wq.store import layout
+from s3wq.store import Backend
+from s3wq.protocol.bodies import FAILED, FINISHED, RELEASED, LockBody
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.index import WorkIndex
 
 from localstack_s3 import STORE_ENV
 
-# Buckets named so answer a conditional DELETE with 501, as LocalStack's S3 does (see s3wq.local_s3).
+# Buckets named so answer a conditional DELETE with 501, as LocalStack's S3 does (see s3wq.dev.local_s3).
 NO_CONDITIONAL_DELETE_BUCKETS = "nocd-"
 # Buckets named so ignore If-None-Match and If-Match on writes (the moto server only): a store s3wq must refuse.
 IGNORING_CONDITIONS_BUCKETS = "nocond-"

@@ -5,13 +5,13 @@ populate it, ``Worker`` to drain it, ``queue_status`` to count it, and the
 processor contract (``Group``, ``ProcessorContext``).
 """
 
-from .backends import open_backend
-from .config import WorkerSettings
-from .errors import S3wqError
-from .index import Group, WorkIndex
-from .processors import ProcessorContext, load_processor
-from .status import queue_status
-from .worker import Worker, WorkerReport
+from s3wq.store import open_backend
+from s3wq.config import WorkerSettings
+from s3wq.errors import S3wqError
+from s3wq.index import Group, WorkIndex
+from s3wq.processors import ProcessorContext, load_processor
+from s3wq.ops.status import queue_status
+from s3wq.worker import Worker, WorkerReport
 
 __all__ = [
     "Group",

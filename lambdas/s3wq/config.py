@@ -6,10 +6,10 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import BadWorkspace, ConfigError
+from s3wq.errors import BadWorkspace, ConfigError
 
 if TYPE_CHECKING:  # imported where used: the settings sit below the store they describe
-    from .inputs import InputLocation, InputPolicy
+    from s3wq.inputs import InputLocation, InputPolicy
 
 # The Lambda maximum. The CDK stack gives the worker function this timeout
 # and the same value as its lease, so a Lambda worker never renews its lease.
@@ -199,14 +199,14 @@ class LambdaConfig:
     @property
     def input_policy(self) -> InputPolicy:
         """What populate may index and the worker may read: S3 only, in ``input_locations`` (unset: the workspace's inputs/ folder)."""
-        from .inputs import InputPolicy, default_locations
+        from s3wq.inputs import InputPolicy, default_locations
 
         return InputPolicy.deployed(default_locations(self.workspace) if self.input_locations is None else self.input_locations)
 
     @classmethod
     def from_env(cls, environ: dict) -> "LambdaConfig":
-        from .backends import parse_s3_uri, uri_mistake
-        from .inputs import parse_locations
+        from s3wq.store import parse_s3_uri, uri_mistake
+        from s3wq.inputs import parse_locations
 
         workspace = environ.get(ENV_WORKSPACE, "")
         if not workspace:

@@ -17,9 +17,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from . import layout
-from .backends import parse_s3_uri
-from .errors import BadWorkspace, ConfigError, InputRefused
+from s3wq.store import layout
+from s3wq.store import parse_s3_uri
+from s3wq.errors import BadWorkspace, ConfigError, InputRefused
 
 _GLOB_CHARS = "*?["
 # The S3 naming rules for general purpose buckets, as backends.parse_s3_uri checks them.

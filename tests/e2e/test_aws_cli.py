@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from s3wq.localcloud.cloud import LocalCloud
-from s3wq.samples import make_pdf, sample_text
+from s3wq.dev.localcloud.cloud import LocalCloud
+from s3wq.dev.samples import make_pdf, sample_text
 
 AWS = Path(sys.executable).with_name("aws")
 REPO_ROOT = Path(__file__).resolve().parents[2]

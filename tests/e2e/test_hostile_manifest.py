@@ -20,10 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from s3wq import WorkIndex, layout
-from s3wq.backends import S3Backend
+from s3wq import WorkIndex
+
+from s3wq.store import layout
+from s3wq.store import S3Backend
 from s3wq.index import Group, encode_groups
-from s3wq.localcloud.cloud import DEFAULT_BUCKET, LocalCloud
+from s3wq.dev.localcloud.cloud import DEFAULT_BUCKET, LocalCloud
 
 INPUT_BUCKET, INPUT_PREFIX = "s3wq-inputs", "scans"
 OTHER_BUCKET = "other-bucket"
@@ -37,7 +39,7 @@ RECORD_KEY = layout.manifest_errors_key(MANIFEST_NAME)
 def host_secrets() -> list[bytes]:
     """Pieces of what the Lambda host could leak: lines of its files, its environment's credentials, the other bucket's object."""
     # /proc/self/environ of a Lambda is NUL-separated NAME=value pairs; these names are in every one of the local cloud's.
-    pieces = [SECRET.strip(), b"AWS_LAMBDA_FUNCTION_NAME=", b"AWS_ENDPOINT_URL=", b"_HANDLER=handlers."]
+    pieces = [SECRET.strip(), b"AWS_LAMBDA_FUNCTION_NAME=", b"AWS_ENDPOINT_URL=", b"_HANDLER=s3wq.handlers."]
     for path in LOCAL_FILES:
         if os.path.exists(path):
             pieces += [line for line in Path(path).read_bytes().splitlines() if len(line) >= 6]

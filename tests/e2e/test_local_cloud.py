@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from s3wq import WorkIndex, layout
-from s3wq.backends import S3Backend
-from s3wq.localcloud.cloud import LocalCloud
-from s3wq.status import queue_status
-from s3wq.samples import make_pdf, sample_text
+from s3wq import WorkIndex
+
+from s3wq.store import layout
+from s3wq.store import S3Backend
+from s3wq.dev.localcloud.cloud import LocalCloud
+from s3wq.ops.status import queue_status
+from s3wq.dev.samples import make_pdf, sample_text
 
 HELPERS = str(Path(__file__).resolve().parents[1] / "helpers")
 # A space, a comma and a plus: S3 sends this key URL-encoded in the event.

@@ -16,7 +16,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from s3wq.local_s3 import FAKE_CREDENTIALS, free_port
+from s3wq.dev.local_s3 import FAKE_CREDENTIALS, free_port
 
 
 def test_local_up_banner_commands_follow_a_manifest_upload_to_the_end_and_logs_outlive_it(tmp_path):

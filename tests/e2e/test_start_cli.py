@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from support import run_cli
-from s3wq import WorkIndex, layout
-from s3wq.backends import S3Backend
-from s3wq.localcloud.cloud import LocalCloud
+from s3wq import WorkIndex
+from s3wq.store import layout
+from s3wq.store import S3Backend
+from s3wq.dev.localcloud.cloud import LocalCloud
 
 HELPERS = str(Path(__file__).resolve().parents[1] / "helpers")
 STACK = "S3wqLocal"
@@ -272,8 +273,8 @@ def test_start_with_more_workers_than_the_stack_allows_warns_and_runs_the_cap(cl
 
 
 def test_the_concurrency_check_reads_the_accounts_unreserved_concurrency(cloud_env):
-    from s3wq.execution import concurrency_warning
-    from s3wq.localcloud.server import LOCAL_ACCOUNT_CONCURRENCY
+    from s3wq.cli.execution import concurrency_warning
+    from s3wq.dev.localcloud.server import LOCAL_ACCOUNT_CONCURRENCY
 
     lambda_client = cloud_env.client("lambda")
     assert concurrency_warning(lambda_client, LOCAL_ACCOUNT_CONCURRENCY) is None

@@ -27,9 +27,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 STACK_NAME = "S3wq"
 
 HANDLERS = {
-    "populate": "handlers.populate.handler",
-    "worker": "handlers.worker.handler",
-    "status": "handlers.status.handler",
+    "populate": "s3wq.handlers.populate.handler",
+    "worker": "s3wq.handlers.worker.handler",
+    "status": "s3wq.handlers.status.handler",
 }
 
 # Context variants; each is synthesized once per session.

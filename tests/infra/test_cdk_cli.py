@@ -86,7 +86,7 @@ def test_synth_writes_the_template(cli):
 
 def test_asset_ships_the_handlers_and_their_dependencies(cli):
     asset, _ = cli.ok().lambda_asset()
-    for required in ("s3wq", "handlers", "pypdf", "zstandard", "botocore/data/s3"):
+    for required in ("s3wq", "s3wq/handlers", "pypdf", "zstandard", "botocore/data/s3"):
         assert (asset / required).is_dir(), f"{required}/ is missing from the Lambda asset"
     for module in HANDLERS.values():
         assert (asset / (module.rsplit(".", 1)[0].replace(".", "/") + ".py")).is_file()

@@ -8,7 +8,7 @@ import pytest
 from aws_cdk.assertions import Match
 from stack_under_test import EXISTING_BUCKET, INPUT_BUCKETS, KMS_KEY, TUNED, VARIANTS, folder_of, render
 
-from s3wq import layout
+from s3wq.store import layout
 
 # Actions that support no resource-level permissions, so Resource "*" is the only choice.
 NO_RESOURCE_LEVEL_PERMISSIONS = {

@@ -6,7 +6,7 @@ import pytest
 from aws_cdk.assertions import Match
 from stack_under_test import EXISTING_BUCKET, TUNED, folder_of
 
-from s3wq import layout
+from s3wq.store import layout
 
 
 def test_bucket_blocks_all_public_access(stack):

@@ -17,10 +17,10 @@ import multiprocessing
 from typing import Any, Callable, Sequence
 
 import s3wq
-from s3wq.backends import make_s3_client
+from s3wq.store import make_s3_client
 from s3wq.errors import ConditionalDeleteUnsupported, ConditionFailed, ObjectNotFound
 from s3wq.index import WorkIndex
-from s3wq.claims import ClaimProtocol
+from s3wq.protocol.claims import ClaimProtocol
 
 WON = "won"
 # Long enough for eight cold processes on two busy cores; a racer that dies

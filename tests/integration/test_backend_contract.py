@@ -18,10 +18,10 @@ import uuid
 
 import pytest
 
-from s3wq import layout
+from s3wq.store import layout
 from s3wq.errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound
-from s3wq.bodies import LockBody
-from s3wq.claims import Claim, ClaimProtocol, Held
+from s3wq.protocol.bodies import LockBody
+from s3wq.protocol.claims import Claim, ClaimProtocol, Held
 
 from support import deletes_on_a_condition
 

@@ -110,7 +110,7 @@ def test_coldstart_times_each_handler_import():
     result = run_bench("coldstart.py", "--runs", "1", "--env", "local", "--no-bundle")
 
     handlers = result["imports"]["local"]
-    assert set(handlers) == {"handlers.populate", "handlers.worker", "handlers.status"}
+    assert set(handlers) == {"s3wq.handlers.populate", "s3wq.handlers.worker", "s3wq.handlers.status"}
     assert all(h["median_ms"] > 0 for h in handlers.values())
     assert "bundle" not in result
 

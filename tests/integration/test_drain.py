@@ -15,9 +15,10 @@ from pathlib import Path
 
 
 from support import assert_no_lock_left, run_cli
-from s3wq.backends import S3Backend
-from s3wq import WorkerSettings, WorkIndex, Worker, layout
-from s3wq.bodies import LockBody
+from s3wq.store import S3Backend
+from s3wq import WorkerSettings, WorkIndex, Worker
+from s3wq.store import layout
+from s3wq.protocol.bodies import LockBody
 
 from .workers import recorded_calls, run_workers
 

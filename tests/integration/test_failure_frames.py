@@ -12,8 +12,8 @@ import json
 import pytest
 
 from support import run_cli
-from s3wq import layout
-from s3wq.backends import LocalBackend
+from s3wq.store import layout
+from s3wq.store import LocalBackend
 
 from .conftest import HELPERS_DIR
 

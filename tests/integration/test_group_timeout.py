@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from support import run_cli
-from s3wq import WorkIndex, layout, open_backend
-from s3wq.bodies import FAILED, TIMEOUT, LockBody
+from s3wq import WorkIndex, open_backend
+from s3wq.store import layout
+from s3wq.protocol.bodies import FAILED, TIMEOUT, LockBody
 
 TIME_LIMIT = 900  # the default: a hung group would hold the worker this long without a group timeout
 INPUTS = {f"inputs/page-{n}.txt": f"the text of page {n}\n".encode() for n in range(4)} | {"inputs/stuck.txt": b"HANG forever\n"}

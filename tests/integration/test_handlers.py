@@ -13,11 +13,11 @@ from pathlib import Path
 import boto3
 import pytest
 
-from handlers import populate, status, worker
-from handlers.runtime import reset_runtime
+from s3wq.handlers import populate, status, worker
+from s3wq.handlers.runtime import reset_runtime
 from helpers.lambda_context import LambdaContext
-from s3wq import layout
-from s3wq.bodies import RELEASED, LockBody
+from s3wq.store import layout
+from s3wq.protocol.bodies import RELEASED, LockBody
 from s3wq.config import (
     ENV_AUTO_START,
     ENV_GROUP_SIZE,
@@ -32,8 +32,8 @@ from s3wq.config import (
 )
 from s3wq.errors import BadInput, BucketNotFound, ConfigError, S3wqError, StorageError
 from s3wq.index import WorkIndex
-from s3wq.claims import ClaimProtocol
-from s3wq.samples import sample_text
+from s3wq.protocol.claims import ClaimProtocol
+from s3wq.dev.samples import sample_text
 
 from .conftest import HELPERS_DIR
 from .workers import recorded_calls

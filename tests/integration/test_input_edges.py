@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from handlers import populate
-from handlers.runtime import reset_runtime
+from s3wq.handlers import populate
+from s3wq.handlers.runtime import reset_runtime
 from helpers.lambda_context import LambdaContext
-from s3wq import layout
-from s3wq.backends import open_backend
+from s3wq.store import layout
+from s3wq.store import open_backend
 from s3wq.config import ENV_AUTO_START, ENV_CHECK_INPUTS, ENV_INPUT_LOCATIONS, ENV_STATE_MACHINE_ARN, ENV_WORKSPACE
 from s3wq.index import Group, WorkIndex, encode_groups
 from support import run_cli

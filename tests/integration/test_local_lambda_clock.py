@@ -11,7 +11,7 @@ import json
 import time
 from pathlib import Path
 
-from s3wq.localcloud.runner import Invocation, LambdaRunner
+from s3wq.dev.localcloud.runner import Invocation, LambdaRunner
 
 REPO = Path(__file__).resolve().parents[2]
 TESTS_DIR = REPO / "tests"

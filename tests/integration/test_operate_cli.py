@@ -21,11 +21,12 @@ from dataclasses import dataclass
 import pytest
 
 from support import run_cli
-from s3wq import WorkIndex, layout
-from s3wq.backends import S3Backend
+from s3wq import WorkIndex
+from s3wq.store import layout
+from s3wq.store import S3Backend
 from s3wq.index import Group
-from s3wq.bodies import LockBody
-from s3wq.claims import ClaimProtocol
+from s3wq.protocol.bodies import LockBody
+from s3wq.protocol.claims import ClaimProtocol
 
 from .conftest import HELPERS_DIR
 

@@ -7,10 +7,11 @@ import dataclasses
 import json
 
 from support import run_cli
-from s3wq import WorkerSettings, WorkIndex, Worker, layout
+from s3wq import WorkerSettings, WorkIndex, Worker
+from s3wq.store import layout
 from s3wq.index import Group
-from s3wq.bodies import LockBody
-from s3wq.claims import Claim, ClaimProtocol
+from s3wq.protocol.bodies import LockBody
+from s3wq.protocol.claims import Claim, ClaimProtocol
 
 from .workers import recorded_calls
 

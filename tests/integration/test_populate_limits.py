@@ -19,11 +19,11 @@ import textwrap
 
 import pytest
 import zstandard
-from handlers import populate
-from handlers.runtime import runtime
+from s3wq.handlers import populate
+from s3wq.handlers.runtime import runtime
 from helpers.lambda_context import LambdaContext
 from s3wq.config import ENV_AUTO_START, ENV_GROUP_SIZE
-from s3wq.sources import DEPLOYED_MAX_MANIFEST_BYTES, MAX_BAD_LINES_KEPT
+from s3wq.ops.sources import DEPLOYED_MAX_MANIFEST_BYTES, MAX_BAD_LINES_KEPT
 
 from .conftest import HELPERS_DIR
 
@@ -44,7 +44,7 @@ RUN_HANDLER = textwrap.dedent(
     """
     import json, resource, sys
     sys.path.insert(0, sys.argv[1])
-    from handlers import populate
+    from s3wq.handlers import populate
     from lambda_context import LambdaContext
     result = populate.handler(json.loads(sys.argv[2]), LambdaContext(900))
     print(json.dumps({"result": result, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from s3wq import clock
-from s3wq.sandbox import ProcessorHost, Raised, Returned
+from s3wq.protocol import clock
+from s3wq.host.sandbox import ProcessorHost, Raised, Returned
 
 from .conftest import HELPERS_DIR
 
@@ -140,8 +140,8 @@ def test_the_lease_the_host_last_heard_of_ends_the_processor_and_what_it_started
 def test_a_killed_worker_takes_its_host_and_everything_the_processor_started_with_it(local_workspace, pid_file, tmp_path):
     script = (
         "import sys, time\n"
-        "from s3wq import clock\n"
-        "from s3wq.sandbox import ProcessorHost\n"
+        "from s3wq.protocol import clock\n"
+        "from s3wq.host.sandbox import ProcessorHost\n"
         f"host = ProcessorHost('host_processors:hangs_with_a_process', {local_workspace!r})\n"
         "host.start()\n"
         "host.run('0' * 40, ['s3://in/a'], worker_id='w', attempt=1, owner='w:1', deadline_epoch=time.time() + 600, held_until=clock.now() + 600)\n"

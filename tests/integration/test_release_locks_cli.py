@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import pytest
 
 from support import run_cli
-from s3wq import WorkIndex, layout
-from s3wq.bodies import OPERATOR, RELEASED, LockBody
-from s3wq.claims import Claim, ClaimProtocol
+from s3wq import WorkIndex
+from s3wq.store import layout
+from s3wq.protocol.bodies import OPERATOR, RELEASED, LockBody
+from s3wq.protocol.claims import Claim, ClaimProtocol
 
 LEASE = 300.0
 BOX = "gpu-box-3"

@@ -29,13 +29,17 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from s3wq import WorkerSettings, WorkIndex, Worker, clock, layout
-from s3wq.backends import S3Backend
-from s3wq.bodies import ERROR, FAILED, HELD, LOST, RELEASED, REQUEUED, LockBody
-from s3wq.claims import Claim, ClaimProtocol
+from s3wq import WorkerSettings, WorkIndex, Worker
+
+from s3wq.protocol import clock
+
+from s3wq.store import layout
+from s3wq.store import S3Backend
+from s3wq.protocol.bodies import ERROR, FAILED, HELD, LOST, RELEASED, REQUEUED, LockBody
+from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.index import Group
-from s3wq.operations import RequeueResult, requeue_failed
-from s3wq.status import queue_status
+from s3wq.ops.operations import RequeueResult, requeue_failed
+from s3wq.ops.status import queue_status
 
 from support import assert_no_lock_left
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from handlers import populate
+from s3wq.handlers import populate
 from helpers.lambda_context import LambdaContext
 from s3wq.config import ENV_AUTO_START, ENV_GROUP_SIZE
 from support import run_cli

@@ -13,13 +13,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from support import recount_status
-from s3wq import layout
-from s3wq.backends import S3Backend, counting_requests, request_counts
-from s3wq.backends import s3 as s3_module
-from s3wq.bodies import FAILED, RELEASED, LockBody
+from s3wq.store import layout
+from s3wq.store import S3Backend, counting_requests, request_counts
+from s3wq.store import s3 as s3_module
+from s3wq.protocol.bodies import FAILED, RELEASED, LockBody
 from s3wq.index import Group, WorkIndex, encode_groups, make_groups
-from s3wq.operations import failed_groups, list_failures
-from s3wq.status import index_counts, listed_hashes, partition_digits, queue_status
+from s3wq.ops.operations import failed_groups, list_failures
+from s3wq.ops.status import index_counts, listed_hashes, partition_digits, queue_status
 
 GROUPS = 300
 LEASE = 600.0

@@ -34,7 +34,7 @@ NEXT_ROUND_PAUSE_SECONDS = 1.0
 
 
 _FORKSERVER = multiprocessing.get_context("forkserver")
-_FORKSERVER.set_forkserver_preload(["boto3", "botocore.session", "s3wq", "s3wq.backends", "s3wq.cli", "reliability.marking_processor"])
+_FORKSERVER.set_forkserver_preload(["boto3", "botocore.session", "s3wq", "s3wq.store", "s3wq.cli", "reliability.marking_processor"])
 
 
 def work(workspace: str, worker_id: str, settings: dict[str, Any], env: dict[str, str], report_path: str) -> None:

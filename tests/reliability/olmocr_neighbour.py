@@ -21,7 +21,9 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from s3wq import WorkIndex, layout, open_backend
+from s3wq import WorkIndex, open_backend
+
+from s3wq.store import layout
 
 from .heartbeat_processor import process
 

@@ -48,8 +48,8 @@ def peak_mb():
 
 READ_MANIFEST = MEASURE + """
 import json, sys
-from s3wq.backends import make_s3_client
-from s3wq.sources import iter_manifest
+from s3wq.store import make_s3_client
+from s3wq.ops.sources import iter_manifest
 
 client = make_s3_client()
 baseline = start_measuring()

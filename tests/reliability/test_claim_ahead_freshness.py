@@ -20,8 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-from s3wq import WorkIndex, layout
-from s3wq.bodies import LockBody
+from s3wq import WorkIndex
+
+from s3wq.store import layout
+from s3wq.protocol.bodies import LockBody
 from s3wq.errors import ObjectNotFound
 
 from .gated_processor import GATE_FILE_ENV

@@ -14,8 +14,10 @@ import json
 import time
 from collections import defaultdict
 
-from s3wq import WorkIndex, layout
-from s3wq.bodies import LockBody
+from s3wq import WorkIndex
+
+from s3wq.store import layout
+from s3wq.protocol.bodies import LockBody
 
 from .bucket_state import listed
 from .fleet import Fleet

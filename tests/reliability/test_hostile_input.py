@@ -28,10 +28,11 @@ import pytest
 import zstandard
 
 from support import run_cli
-from s3wq import WorkerSettings, WorkIndex, Worker, layout
+from s3wq import WorkerSettings, WorkIndex, Worker
+from s3wq.store import layout
 from s3wq.cli import main as cli_main
 from s3wq.index import encode_groups
-from s3wq.claims import ClaimProtocol
+from s3wq.protocol.claims import ClaimProtocol
 
 from .bucket_state import objects
 
@@ -221,8 +222,8 @@ def test_a_corrupt_compressed_manifest_is_a_one_line_error_and_nothing_changes(s
 @pytest.fixture
 def populate_handler(monkeypatch, s3_server, bucket):
     """The populate Lambda handler for a workspace in ``bucket``, each call a cold start without a state machine."""
-    from handlers import populate
-    from handlers.runtime import runtime
+    from s3wq.handlers import populate
+    from s3wq.handlers.runtime import runtime
     from helpers.lambda_context import LambdaContext
     from s3wq.config import ENV_AUTO_START, ENV_INPUT_LOCATIONS, ENV_STATE_MACHINE_ARN, ENV_WORKSPACE
 

@@ -27,12 +27,13 @@ from pathlib import Path
 import pytest
 
 from support import run_cli
-from s3wq import WorkerSettings, WorkIndex, Worker, layout
-from s3wq.bodies import FAILED, HELD, INTERRUPTED, RELEASED, TIMEOUT, LockBody
-from s3wq.claims import Claim, ClaimProtocol
+from s3wq import WorkerSettings, WorkIndex, Worker
+from s3wq.store import layout
+from s3wq.protocol.bodies import FAILED, HELD, INTERRUPTED, RELEASED, TIMEOUT, LockBody
+from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.errors import ObjectNotFound
-from s3wq.localcloud.runner import Invocation, LambdaRunner
-from s3wq.status import queue_status
+from s3wq.dev.localcloud.runner import Invocation, LambdaRunner
+from s3wq.ops.status import queue_status
 
 from .heartbeat_processor import ONLY_FIRST_ENV, RUN_UNTIL_ENV, SECONDS_ENV, SECONDS_FOR_ENV, overlap_seconds, read_runs
 from .worker_processes import WorkerProcess, alive
@@ -447,7 +448,7 @@ def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(
     runner = LambdaRunner(endpoint=s3_server.endpoint, lambdas_dir=REPO / "lambdas", log_dir=tmp_path / "lambda", extra_pythonpath=(str(TESTS_DIR),))
     worker = Invocation(
         function_name="worker",
-        handler="handlers.worker.handler",
+        handler="s3wq.handlers.worker.handler",
         timeout=timeout,
         memory_mb=1769,
         environment={

@@ -15,8 +15,9 @@ from collections import Counter
 
 from integration.workers import run_workers
 from support import run_cli
-from s3wq import WorkIndex, layout
-from s3wq.bodies import LockBody
+from s3wq import WorkIndex
+from s3wq.store import layout
+from s3wq.protocol.bodies import LockBody
 
 from .marking_processor import POISON_ENV, SECONDS_ENV, read_calls
 

@@ -17,9 +17,10 @@ from collections import Counter
 import pytest
 
 from integration.workers import run_workers
-from s3wq import WorkerSettings, WorkIndex, Worker, layout
-from s3wq.backends import S3Backend, make_s3_client
-from s3wq.bodies import LockBody
+from s3wq import WorkerSettings, WorkIndex, Worker
+from s3wq.store import layout
+from s3wq.store import S3Backend, make_s3_client
+from s3wq.protocol.bodies import LockBody
 
 from .bucket_state import listed
 from .fault_proxy import AFTER_FORWARDING, ALL_FAULTS, Request, SeededFaults

@@ -18,14 +18,16 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
-from s3wq import claims, layout
-from s3wq.backends import LocalBackend
-from s3wq.bodies import ERROR, FAILED, HELD, INTERRUPTED, RELEASED, REQUEUED, TIMEOUT, LockBody
-from s3wq.claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime
+from s3wq.protocol import claims
+
+from s3wq.store import layout
+from s3wq.store import LocalBackend
+from s3wq.protocol.bodies import ERROR, FAILED, HELD, INTERRUPTED, RELEASED, REQUEUED, TIMEOUT, LockBody
+from s3wq.protocol.claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime
 from s3wq.errors import ObjectNotFound
 from s3wq.index import Group
-from s3wq.operations import requeue_failed
-from s3wq.status import queue_status
+from s3wq.ops.operations import requeue_failed
+from s3wq.ops.status import queue_status
 
 HASH = layout.group_hash(["s3://inputs/a.pdf"])
 GROUP = Group(HASH, ("s3://inputs/a.pdf",))

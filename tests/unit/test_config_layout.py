@@ -10,8 +10,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from s3wq import layout
-from s3wq.backends import LocalBackend, open_backend
+from s3wq.store import layout
+from s3wq.store import LocalBackend, open_backend
 from s3wq.config import (
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_ATTEMPTS,

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from support import run_cli
 
-from s3wq import layout
-from s3wq.backends import LocalBackend
+from s3wq.store import layout
+from s3wq.store import LocalBackend
 
 # The console script, as `pip install` makes it: unlike `python -m s3wq`, it
 # does not put the current directory on sys.path by itself.

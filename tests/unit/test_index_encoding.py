@@ -18,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from s3wq import index as index_module
-from s3wq import layout
+from s3wq.store import layout
 from s3wq.errors import IndexCorrupt
 from s3wq.index import Catalog, Group, SegmentInfo, decode_groups, encode_groups, prefix_length
 

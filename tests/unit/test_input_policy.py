@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from s3wq import layout
-from s3wq.backends import LocalBackend
+from s3wq.store import layout
+from s3wq.store import LocalBackend
 from s3wq.config import ENV_INPUT_LOCATIONS, ENV_WORKSPACE, LambdaConfig
 from s3wq.errors import BadManifestLines, BadSource, ConfigError, InputNotFound, InputRefused
 from s3wq.index import Group
 from s3wq.inputs import ANYTHING, InputLocation, InputPolicy, parse_locations, policy_from_json, policy_to_json
 from s3wq.processors import ProcessorContext, text
-from s3wq.sources import SourceExpander
+from s3wq.ops.sources import SourceExpander
 
 WORKSPACE = "s3://ws-bucket/s3wq"
 # As the stack writes them for a bucket it created, with inputBuckets naming it and two others.

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from s3wq import clock
-from s3wq.killtimer import KillTimer
+from s3wq.protocol import clock
+from s3wq.host.killtimer import KillTimer
 
 pytestmark = pytest.mark.skipif(not KillTimer().kernel_clock, reason="the kernel timer on the lease clock is Linux's")
 
@@ -24,7 +24,7 @@ def run_armed(offset: float, timeout: float = 30) -> tuple[int, float]:
     can take seconds to get there.
     """
     script = (
-        "from s3wq import clock; from s3wq.killtimer import KillTimer\n"
+        "from s3wq.protocol import clock; from s3wq.host.killtimer import KillTimer\n"
         f"armed = clock.now(); print(armed, flush=True); KillTimer().arm(armed + {offset}); {HOLDS_THE_GIL}"
     )
     process = subprocess.run([sys.executable, "-c", script], timeout=timeout, capture_output=True, text=True)
@@ -47,7 +47,7 @@ def test_a_deadline_already_past_kills_at_once():
 
 def test_a_disarmed_or_rearmed_timer_does_not_kill_early():
     script = (
-        "import time; from s3wq import clock; from s3wq.killtimer import KillTimer\n"
+        "import time; from s3wq.protocol import clock; from s3wq.host.killtimer import KillTimer\n"
         "t = KillTimer(); t.arm(clock.now() + 0.3); t.disarm(); time.sleep(0.6)\n"
         "t.arm(clock.now() + 0.3); t.arm(clock.now() + 5); time.sleep(0.6); t.disarm()\n"
         "print('alive')"

@@ -1,6 +1,6 @@
 """Lease keeping on a controlled clock: when renewals happen, what they cost, and when the processor must stop.
 
-The keeper and the claim protocol read the time through ``s3wq.clock.now``;
+The keeper and the claim protocol read the time through ``s3wq.protocol.clock.now``;
 these tests replace it with a clock they move by hand. The lock's own age is
 irrelevant here (every write is the holder's own), so the store is a local
 directory and every renewal is a real conditional write.
@@ -15,12 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3wq import clock, layout
-from s3wq.backends import LocalBackend
-from s3wq.claims import FULL_SHARE, ClaimProtocol, enough_time, timeout_counts
+from s3wq.protocol import clock
+
+from s3wq.store import layout
+from s3wq.store import LocalBackend
+from s3wq.protocol.claims import FULL_SHARE, ClaimProtocol, enough_time, timeout_counts
 from s3wq.config import MIN_RUN_SECONDS
 from s3wq.errors import StorageError
-from s3wq.lease import EXPIRED, LOST, TIMEOUT, LeaseKeeper, lease_margin
+from s3wq.protocol.lease import EXPIRED, LOST, TIMEOUT, LeaseKeeper, lease_margin
 
 HASH = layout.group_hash(["s3://inputs/a.pdf"])
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from s3wq.bodies import (
+from s3wq.protocol.bodies import (
     FAILED,
     HELD,
     MAX_ATTEMPT,

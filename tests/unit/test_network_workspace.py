@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from s3wq.backends import LocalBackend, mounts, open_backend
-from s3wq.backends.mounts import Mount, filesystem_type, network_filesystem, parse_mountinfo
+from s3wq.store import LocalBackend, mounts, open_backend
+from s3wq.store.mounts import Mount, filesystem_type, network_filesystem, parse_mountinfo
 from s3wq.errors import BadWorkspace
 
 # From a Linux host: optional fields (shared:, master:), an escaped space, and a mount stacked on another.
@@ -105,7 +105,7 @@ def test_a_workspace_on_nfs_is_refused(tmp_path, on_nfs):
 def test_s3wq_refuses_a_workspace_on_nfs_in_one_line_and_exits_2(tmp_path, on_nfs):
     # The real command, with only the path of mountinfo changed in its process.
     command = (
-        "import sys; from pathlib import Path; from s3wq.backends import mounts; "
+        "import sys; from pathlib import Path; from s3wq.store import mounts; "
         f"mounts.MOUNTINFO_PATH = Path({str(on_nfs)!r}); from s3wq.cli import entry_point; sys.argv[0] = 's3wq'; entry_point()"
     )
     done = subprocess.run(

@@ -15,7 +15,7 @@ import pytest
 import zstandard
 
 from s3wq import index as index_module
-from s3wq import layout
+from s3wq.store import layout
 from s3wq.errors import IndexContention, IndexCorrupt
 from s3wq.index import Group, SegmentRef, WorkIndex, decode_groups, encode_groups
 

@@ -13,8 +13,8 @@ import types
 import pytest
 from rich.console import Console
 
-from s3wq import progress
-from s3wq.progress import PLAIN_INTERVAL_SECONDS, RunProgress, rate_and_eta
+from s3wq.cli import progress
+from s3wq.cli.progress import PLAIN_INTERVAL_SECONDS, RunProgress, rate_and_eta
 
 ANSI_ESCAPE = "\x1b"
 

@@ -14,12 +14,16 @@ import time
 
 import pytest
 
-from s3wq import Worker, WorkerSettings, WorkIndex, clock, layout
-from s3wq.bodies import ERROR, FAILED, LEFTOVER, LockBody, load_object
-from s3wq.claims import ClaimProtocol
-from s3wq.lease import LeaseKeeper, lease_margin
-from s3wq.sandbox import Raised, Returned
-from s3wq.tracebacks import ErrorFrame
+from s3wq import Worker, WorkerSettings, WorkIndex
+
+from s3wq.protocol import clock
+
+from s3wq.store import layout
+from s3wq.protocol.bodies import ERROR, FAILED, LEFTOVER, LockBody, load_object
+from s3wq.protocol.claims import ClaimProtocol
+from s3wq.protocol.lease import LeaseKeeper, lease_margin
+from s3wq.host.sandbox import Raised, Returned
+from s3wq.protocol.tracebacks import ErrorFrame
 from s3wq.worker import failure_of
 
 HASH = layout.group_hash(["s3://inputs/a.pdf"])
@@ -59,7 +63,7 @@ def test_a_worker_never_records_done_for_a_run_that_left_work_behind_and_fails_i
         calls.append(keeper.claim.attempt)
         return Returned(leftovers="1 process (sleep)")
 
-    monkeypatch.setattr("s3wq.runners.InProcessRunner.run", run)
+    monkeypatch.setattr("s3wq.host.runners.InProcessRunner.run", run)
     settings = WorkerSettings(time_limit=30, max_attempts=2, retry_backoff=0.01)
 
     report = Worker(local_backend, lambda group, ctx: None, settings, worker_id="w1").run()

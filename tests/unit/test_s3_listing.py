@@ -15,7 +15,7 @@ from botocore.parsers import create_parser
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3wq.backends.s3 import _keys_and_rest
+from s3wq.store.s3 import _keys_and_rest
 
 LIST_OBJECTS_V2 = botocore.session.get_session().get_service_model("s3").operation_model("ListObjectsV2")
 NS = "http://s3.amazonaws.com/doc/2006-03-01/"

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from s3wq.backends import parse_s3_uri
+from s3wq.store import parse_s3_uri
 from s3wq.errors import BadManifestLines, BadSource, BadWorkspace
 from s3wq.inputs import ANYTHING
-from s3wq.sources import SourceExpander
+from s3wq.ops.sources import SourceExpander
 
 BUCKET_RULES = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 # Characters near the rules' edges: separators urlsplit treats specially, controls, look-alikes of "/".

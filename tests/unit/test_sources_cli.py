@@ -11,11 +11,11 @@ import pytest
 import zstandard
 from support import run_cli
 
-from s3wq import layout
-from s3wq.backends import LocalBackend
+from s3wq.store import layout
+from s3wq.store import LocalBackend
 from s3wq.errors import BadManifestLines, BadSource
 from s3wq.index import WorkIndex
-from s3wq.sources import SourceExpander
+from s3wq.ops.sources import SourceExpander
 
 # --- manifests ----------------------------------------------------------------------------------------
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from s3wq import layout
+from s3wq.store import layout
 from s3wq.config import WorkerSettings
 from s3wq.index import Group, WorkIndex
 from s3wq.processors import ProcessorContext, text
 from s3wq.worker import Worker
-from s3wq.samples import make_pdf
+from s3wq.dev.samples import make_pdf
 
 PDF_PAGES = [["Invoice 2024-001", "Total due: 42 EUR (net)"], ["Page two says hello"]]
 UNICODE_TEXT = "Grüße aus Köln — naïve café, 東京, ✓\nsecond line\n"

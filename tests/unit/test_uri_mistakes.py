@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from s3wq.backends import uri_mistake
+from s3wq.store import uri_mistake
 from s3wq.config import ENV_WORKSPACE, LambdaConfig
 from s3wq.errors import ConfigError
 

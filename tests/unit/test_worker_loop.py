@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from s3wq import layout
-from s3wq.bodies import FAILED, LOST, TIMEOUT, LockBody
-from s3wq.claims import ClaimProtocol
+from s3wq.store import layout
+from s3wq.protocol.bodies import FAILED, LOST, TIMEOUT, LockBody
+from s3wq.protocol.claims import ClaimProtocol
 from s3wq.config import WorkerSettings
 from s3wq.errors import ObjectNotFound, StorageError
 from s3wq.index import WorkIndex
-from s3wq.status import queue_status
-from s3wq.stopping import GracefulStop
+from s3wq.ops.status import queue_status
+from s3wq.host.stopping import GracefulStop
 from s3wq.worker import Worker
 
 LONG = 60.0
