@@ -21,7 +21,7 @@ LOCALSTACK_PYTHON ?= $(shell command -v pyenv >/dev/null 2>&1 && v=$$(pyenv late
 LOCALSTACK_TESTS := tests/integration/test_backend_contract.py tests/integration/test_drain.py \
 	tests/integration/test_populate_concurrency.py tests/integration/test_requeue_races.py
 
-.PHONY: install demo test test-localstack synth clean
+.PHONY: install demo lint test test-localstack synth clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +52,12 @@ synth: install
 demo: install
 	$(BIN)/s3wq local demo
 
-test: install
+# ruff first: a lint or format slip fails in a second, before the suite's minutes.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: install lint
 	$(BIN)/python -m pytest -n auto
 
 # The tests run in .venv/ as usual; only the S3 endpoint is LocalStack's (tests/localstack_s3.py).

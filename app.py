@@ -11,8 +11,8 @@ from cdk_nag import AwsSolutionsChecks
 # from the library itself, so the two cannot drift apart.
 sys.path.insert(0, str(Path(__file__).resolve().parent / "lambdas"))
 
-from infra.settings import DeploySettings  # noqa: E402
-from infra.stack import S3wqStack  # noqa: E402
+from infra.settings import DeploySettings
+from infra.stack import S3wqStack
 
 app = cdk.App()
 stack_name = app.node.try_get_context("stackName") or "S3wq"

@@ -14,8 +14,9 @@ import resource
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The workspace prefix inside each benchmark bucket.

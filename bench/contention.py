@@ -45,15 +45,15 @@ from collections import Counter
 from pathlib import Path
 
 import bench_processor
+import olmocr_queue
 from common import WORKSPACE_PREFIX, emit, machine, positive_ints, reset_server, target
 from latency_proxy import LatencyProxy
-import olmocr_queue
-from s3wq import WorkerSettings, WorkIndex, Worker
-from s3wq.store import layout
-from s3wq.store import S3Backend, counting_requests, make_s3_client, request_counts
+
+from s3wq import Worker, WorkerSettings, WorkIndex
 from s3wq.dev.local_s3 import LocalS3
 from s3wq.host.runners import HostRunner
 from s3wq.host.sandbox import ProcessorHost
+from s3wq.store import S3Backend, counting_requests, layout, make_s3_client, request_counts
 
 S3WQ, UNINDEXED, OLMOCR = "s3wq", "s3wq-unindexed", "olmocr"
 QUEUES = (S3WQ, UNINDEXED, OLMOCR)
@@ -122,7 +122,9 @@ def _processes_worker(queue_name: str, endpoint: str, bucket: str, index: int, w
         start.wait()
         cpu = time.process_time()
         report = drain(queue_name, client, bucket, index, workers, runner)
-        results.put({**report, "finished_at": time.monotonic(), "cpu_seconds": time.process_time() - cpu, "s3_requests": request_counts(client)})
+        results.put(
+            {**report, "finished_at": time.monotonic(), "cpu_seconds": time.process_time() - cpu, "s3_requests": request_counts(client)}
+        )
     except BaseException as exc:  # reported to the parent, which fails the run
         start.abort()
         results.put({"error": f"worker {index}: {type(exc).__name__}: {exc}"})
@@ -181,7 +183,9 @@ def prepare(server: LocalS3, queue_name: str, groups: int) -> str:
     return bucket
 
 
-def run_queue(server: LocalS3, endpoint: str, queue_name: str, workers: int, groups: int, work_ms: float, *, threads: bool, timeout: float) -> dict:
+def run_queue(
+    server: LocalS3, endpoint: str, queue_name: str, workers: int, groups: int, work_ms: float, *, threads: bool, timeout: float
+) -> dict:
     bucket = prepare(server, queue_name, groups)
     ctx = mp.get_context("fork")  # start-up is not measured; fork only makes the benchmark quicker
     with tempfile.TemporaryDirectory(prefix="s3wq-bench-") as markers:
@@ -192,7 +196,10 @@ def run_queue(server: LocalS3, endpoint: str, queue_name: str, workers: int, gro
             procs = [ctx.Process(target=_threads_worker, args=(queue_name, endpoint, bucket, workers, start, results))]
         else:
             start = ctx.Barrier(workers + 1)
-            procs = [ctx.Process(target=_processes_worker, args=(queue_name, endpoint, bucket, i, workers, start, results)) for i in range(workers)]
+            procs = [
+                ctx.Process(target=_processes_worker, args=(queue_name, endpoint, bucket, i, workers, start, results))
+                for i in range(workers)
+            ]
         for p in procs:
             p.start()
         deadline = time.monotonic() + timeout
@@ -205,7 +212,9 @@ def run_queue(server: LocalS3, endpoint: str, queue_name: str, workers: int, gro
             try:
                 reports = [results.get(timeout=max(0.0, deadline - time.monotonic())) for _ in range(workers)]
             except queue.Empty:
-                raise SystemExit(f"{queue_name} run with {workers} workers and {groups} groups took over {timeout:g} s (--timeout)") from None
+                raise SystemExit(
+                    f"{queue_name} run with {workers} workers and {groups} groups took over {timeout:g} s (--timeout)"
+                ) from None
             server_cpu = server_cpu_seconds(server) - server_cpu
             for p in procs:
                 p.join(timeout=max(1.0, deadline - time.monotonic()))
@@ -247,8 +256,15 @@ def run_queue(server: LocalS3, endpoint: str, queue_name: str, workers: int, gro
 
 
 def run(
-    endpoints: list[str], workers_list: list[int], work_list: list[float], queues: list[str], *,
-    max_groups: int, per_worker: int | None, threads_from: int, timeout: float,
+    endpoints: list[str],
+    workers_list: list[int],
+    work_list: list[float],
+    queues: list[str],
+    *,
+    max_groups: int,
+    per_worker: int | None,
+    threads_from: int,
+    timeout: float,
 ) -> dict:
     rows = []
     flip = False
@@ -268,7 +284,9 @@ def run(
                         for name in queues if flip else list(reversed(queues)):
                             if name == UNINDEXED and workers == 1:
                                 continue  # one worker starts at the top either way
-                            row[name] = run_queue(server, url, name, workers, groups, work_ms, threads=workers >= threads_from, timeout=timeout)
+                            row[name] = run_queue(
+                                server, url, name, workers, groups, work_ms, threads=workers >= threads_from, timeout=timeout
+                            )
                             r = row[name]
                             print(
                                 f"{endpoint_name} W={workers} work={work_ms:g} ms G={groups} {name}: {r['groups_per_second']} groups/s, "
@@ -284,7 +302,11 @@ def run(
                                 row[name]["marginal_requests_per_group"] = round(marginal, 3)
                                 row[name]["start_up_requests"] = round(full_total - marginal * groups, 1)
                         if OLMOCR in row:
-                            row["ratio"] = {q: round(row[q]["groups_per_second"] / row[OLMOCR]["groups_per_second"], 2) for q in (S3WQ, UNINDEXED) if q in row}
+                            row["ratio"] = {
+                                q: round(row[q]["groups_per_second"] / row[OLMOCR]["groups_per_second"], 2)
+                                for q in (S3WQ, UNINDEXED)
+                                if q in row
+                            }
                         rows.append(row)
         finally:
             if proxy is not None:
@@ -293,7 +315,10 @@ def run(
         "benchmark": "contention",
         **machine(),
         "olmocr": olmocr_queue.OLMOCR_VERSION,
-        "endpoints": {CPU: "local S3 (moto server; each PUT and DELETE runs alone)", LATENCY: "the same behind latency_proxy.py: lognormal, median 20 ms, p99 60 ms"},
+        "endpoints": {
+            CPU: "local S3 (moto server; each PUT and DELETE runs alone)",
+            LATENCY: "the same behind latency_proxy.py: lognormal, median 20 ms, p99 60 ms",
+        },
         "group_size": 1,
         "queues": queues,
         "runs": rows,
@@ -316,7 +341,15 @@ def targets(rows: list[dict]) -> list[dict]:
         found.append(target(name, max(s["marginal_requests_per_group"] for s in single), TARGET_REQUESTS_PER_GROUP))
     latency = _find(rows, LATENCY, 8, 0.0)
     if latency and "ratio" in latency and S3WQ in latency["ratio"]:
-        found.append(target("groups/s over olmocr, latency endpoint, W=8, told their index", latency["ratio"][S3WQ], TARGET_LATENCY_SPEEDUP, at_most=False, unit="x"))
+        found.append(
+            target(
+                "groups/s over olmocr, latency endpoint, W=8, told their index",
+                latency["ratio"][S3WQ],
+                TARGET_LATENCY_SPEEDUP,
+                at_most=False,
+                unit="x",
+            )
+        )
     for row in rows:
         if row["endpoint"] == LATENCY and row["workers"] == 2 and row["work_ms"] == 100.0 and S3WQ in row:
             bound = row["workers"] * 1000 / row["work_ms"]
@@ -324,7 +357,15 @@ def targets(rows: list[dict]) -> list[dict]:
             found.append(target(name, round(row[S3WQ]["groups_per_second"] / bound, 3), TARGET_PIPELINED_SHARE, at_most=False))
     cpu = _find(rows, CPU, 8, 0.0)
     if cpu and "ratio" in cpu and UNINDEXED in cpu["ratio"]:
-        found.append(target("groups/s over olmocr, CPU-bound endpoint, W=8, not told their index", cpu["ratio"][UNINDEXED], TARGET_CPU_UNINDEXED_SPEEDUP, at_most=False, unit="x"))
+        found.append(
+            target(
+                "groups/s over olmocr, CPU-bound endpoint, W=8, not told their index",
+                cpu["ratio"][UNINDEXED],
+                TARGET_CPU_UNINDEXED_SPEEDUP,
+                at_most=False,
+                unit="x",
+            )
+        )
     return found
 
 
@@ -351,7 +392,9 @@ def main() -> None:
     parser.add_argument("--queues", default=",".join(QUEUES), help=f"comma-separated, of {', '.join(QUEUES)} (default all)")
     parser.add_argument("--max-groups", type=int, default=1000, help="most groups per run (default 1000)")
     parser.add_argument("--groups-per-worker", type=int, help="groups per worker (default: about 4 s of work for each, and at least 20)")
-    parser.add_argument("--threads-from", type=int, default=64, help="from this many workers, run them as threads of one process (default 64)")
+    parser.add_argument(
+        "--threads-from", type=int, default=64, help="from this many workers, run them as threads of one process (default 64)"
+    )
     parser.add_argument("--timeout", type=float, default=900, help="seconds any one run may take before it is stopped (default 900)")
     args = parser.parse_args()
     endpoints = [e for e in args.endpoints.split(",") if e]
@@ -360,9 +403,28 @@ def main() -> None:
         parser.error(f"--endpoints takes {', '.join(ENDPOINTS)}; --queues takes {', '.join(QUEUES)}")
     work = [float(w) for w in args.work_ms.split(",") if w]
     result = run(
-        endpoints, args.workers, work, queues, max_groups=args.max_groups, per_worker=args.groups_per_worker, threads_from=args.threads_from, timeout=args.timeout
+        endpoints,
+        args.workers,
+        work,
+        queues,
+        max_groups=args.max_groups,
+        per_worker=args.groups_per_worker,
+        threads_from=args.threads_from,
+        timeout=args.timeout,
     )
-    header = ["endpoint", "W", "work ms", "G", "queue", "groups/s", "req/group", "client CPU ms/group", "server CPU ms/group", "duplicates", "x olmocr"]
+    header = [
+        "endpoint",
+        "W",
+        "work ms",
+        "G",
+        "queue",
+        "groups/s",
+        "req/group",
+        "client CPU ms/group",
+        "server CPU ms/group",
+        "duplicates",
+        "x olmocr",
+    ]
     emit(result, table(result), header)
 
 

@@ -29,9 +29,9 @@ from dataclasses import asdict
 from common import emit, machine
 
 from s3wq import WorkIndex
-from s3wq.store import S3Backend
 from s3wq.dev.localcloud.cloud import LocalCloud
 from s3wq.dev.localcloud.runner import CONCURRENCY_ENV
+from s3wq.store import S3Backend
 
 
 def worker_invocations(cloud: LocalCloud) -> tuple[int, int]:
@@ -84,7 +84,13 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3600.0)
     parser.add_argument("--keep-logs", action="store_true", help="keep the local cloud's logs and print where")
     options = parser.parse_args()
-    emit({"benchmark": "fanout", "machine": machine(), "result": run(options.workers, options.groups, options.concurrency, options.timeout, options.keep_logs)})
+    emit(
+        {
+            "benchmark": "fanout",
+            "machine": machine(),
+            "result": run(options.workers, options.groups, options.concurrency, options.timeout, options.keep_logs),
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import threading
 import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
 from urllib.parse import urlsplit
 
 # A p99 of 3x the median: sigma = ln(3) / z(0.99).
@@ -40,9 +41,9 @@ class _Relay(BaseHTTPRequestHandler):
     # client delays (up to 40 ms on Linux): every request took ~40 ms more
     # than the wait it was given (measured: a GET's median 68 ms, 28 ms without).
     disable_nagle_algorithm = True
-    server: "_Server"
+    server: _Server
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args) -> None:
         pass
 
     def _body(self) -> bytes:
@@ -125,7 +126,7 @@ class LatencyProxy:
         ]  # fmt: skip
         self.process: subprocess.Popen | None = None
 
-    def __enter__(self) -> "LatencyProxy":
+    def __enter__(self) -> Self:
         self.process = subprocess.Popen(self.command)
         deadline = time.monotonic() + 30
         while True:

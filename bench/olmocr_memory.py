@@ -36,15 +36,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import zstandard
-
 from common import WORKSPACE_PREFIX, emit, machine, positive_ints, reset_server, target
-from s3wq.store import layout
-from s3wq.index import Group, encode_groups
+
 from s3wq.dev.local_s3 import LocalS3
+from s3wq.index import Group, encode_groups
+from s3wq.store import layout
 
 TARGET_WORKER_PEAK_RSS_MB = 300.0
 BUCKET = "bench-olmocr-memory"

@@ -21,8 +21,9 @@ import logging
 import subprocess
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 OLMOCR_VERSION = "0.4.27"
 INSTALL_DIR = Path(__file__).resolve().parent / ".olmocr"
@@ -35,7 +36,18 @@ def ensure_installed() -> Path:
     marker = INSTALL_DIR / f"olmocr-{OLMOCR_VERSION}.dist-info"
     if not marker.exists():
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target", str(INSTALL_DIR), f"olmocr=={OLMOCR_VERSION}"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--target",
+                str(INSTALL_DIR),
+                f"olmocr=={OLMOCR_VERSION}",
+            ],
             check=True,
         )
     return INSTALL_DIR
@@ -70,7 +82,12 @@ def populate(s3_client: Any, workspace_uri: str, paths: list[str], group_size: i
 
 
 def run_worker(
-    s3_client: Any, workspace_uri: str, processor: Callable[[Any], None], *, lock_timeout: int = LOCK_TIMEOUT_SECONDS, max_groups: int | None = None
+    s3_client: Any,
+    workspace_uri: str,
+    processor: Callable[[Any], None],
+    *,
+    lock_timeout: int = LOCK_TIMEOUT_SECONDS,
+    max_groups: int | None = None,
 ) -> dict:
     """Drain the queue as one olmocr worker (or stop after ``max_groups``); ``processor`` gets each WorkItem (``hash``, ``work_paths``)."""
     wq = work_queue_module()

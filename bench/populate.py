@@ -32,10 +32,10 @@ import time
 from dataclasses import asdict
 
 from common import WORKSPACE_PREFIX, emit, machine, peak_rss_mb, target
+
 from s3wq import WorkIndex, open_backend
-from s3wq.store import layout
-from s3wq.store import request_counts
 from s3wq.dev.local_s3 import LocalS3
+from s3wq.store import layout, request_counts
 
 TARGET_SECONDS = 15.0
 TARGET_PEAK_RSS_MB = 1024.0

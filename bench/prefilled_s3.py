@@ -35,7 +35,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, quote
 from xml.sax.saxutils import escape
 
@@ -60,7 +60,7 @@ class PrefilledS3(LocalServer):
     def command(self) -> list[str]:
         return [sys.executable, __file__, "--port", str(self.port), "--bucket", self.bucket, "--objects", str(self.objects_file)]
 
-    def __enter__(self) -> "PrefilledS3":
+    def __enter__(self) -> Self:
         self.start(timeout=START_TIMEOUT_SECONDS)
         return self
 

@@ -57,11 +57,11 @@ from cost import (
     WORKER_TIMEOUT_SECONDS,
     s3_dollars,
 )
-from s3wq.store import layout
-from s3wq.store import MAX_PARALLEL_REQUESTS, SMALL_BODY_BYTES
+
 from s3wq.config import MIN_RUN_SECONDS
 from s3wq.index import PARALLEL_SEGMENT_WRITES, encode_groups, make_groups, prefix_length
 from s3wq.ops.status import LIST_PAGE_KEYS, partition_digits
+from s3wq.store import MAX_PARALLEL_REQUESTS, SMALL_BODY_BYTES, layout
 from s3wq.worker import LISTING_GROUPS_PER_PAGE
 
 # --- S3's limits -----------------------------------------------------------------------------------------
@@ -636,7 +636,7 @@ def model_loop(groups: int, workers: int, group_seconds: float, seg: Segments, l
         "invocations": invocations,
         "status_calls": status_calls,
         "status_seconds_each": round(status_seconds, 2),
-        "round_wall_seconds": round_walls if len(round_walls) <= 12 else round_walls[:6] + ["..."] + round_walls[-3:],
+        "round_wall_seconds": round_walls if len(round_walls) <= 12 else [*round_walls[:6], "...", *round_walls[-3:]],
         # A round's cost beyond its groups: the Map's start window, a worker's start, its last release, CountAfter.
         "round_overhead_seconds": round(window + start_seconds + lat.request + status_seconds, 2),
         "transitions": SFN_PER_EXECUTION * executions + SFN_PER_ROUND * rounds + SFN_PER_INVOCATION * invocations,

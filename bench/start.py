@@ -40,15 +40,14 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
-
-from common import WORKSPACE_PREFIX, emit, machine, peak_rss_mb, positive_ints, reset_server, target
 import olmocr_queue
-from s3wq import WorkerSettings, WorkIndex, Worker
-from s3wq.store import layout
-from s3wq.worker import WorkerObserver
-from s3wq.store import S3Backend, counting_requests, make_s3_client, request_counts
-from s3wq.index import encode_groups
+from common import WORKSPACE_PREFIX, emit, machine, peak_rss_mb, positive_ints, reset_server, target
+
+from s3wq import Worker, WorkerSettings, WorkIndex
 from s3wq.dev.local_s3 import LocalS3
+from s3wq.index import encode_groups
+from s3wq.store import S3Backend, counting_requests, layout, make_s3_client, request_counts
+from s3wq.worker import WorkerObserver
 
 GROUP_SIZE = 10
 LAMBDA_MEMORY_MB = 1769  # the worker function's memory (one full vCPU)
@@ -98,8 +97,13 @@ def _start_one(mode: str, bucket: str, index: int, workers: int, start, results)
             backend = S3Backend(s3_client=client, bucket=bucket, prefix=WORKSPACE_PREFIX)
             settings = WorkerSettings(time_limit=RUN_TIMEOUT_SECONDS)
             Worker(
-                backend, lambda group, ctx: None, settings, worker_id=f"w{index}", position=index / workers,
-                remaining_time=first.remaining_time, observer=first,
+                backend,
+                lambda group, ctx: None,
+                settings,
+                worker_id=f"w{index}",
+                position=index / workers,
+                remaining_time=first.remaining_time,
+                observer=first,
             ).run()
         else:
             olmocr_queue.run_worker(client, f"s3://{bucket}/{WORKSPACE_PREFIX}", first, max_groups=1)

@@ -51,12 +51,12 @@ from pathlib import Path
 from common import WORKSPACE_PREFIX, emit, machine, peak_rss_mb, target
 from latency_proxy import LatencyProxy
 from prefilled_s3 import PrefilledS3
+
 from s3wq import WorkIndex
-from s3wq.store import layout
-from s3wq.store import MAX_PARALLEL_REQUESTS, S3Backend
-from s3wq.protocol.bodies import FAILED, HELD, RELEASED, LockBody
 from s3wq.index import SEGMENT_TARGET_GROUPS, make_groups
 from s3wq.ops.status import LIST_PAGE_KEYS, partition_digits
+from s3wq.protocol.bodies import FAILED, HELD, RELEASED, LockBody
+from s3wq.store import MAX_PARALLEL_REQUESTS, S3Backend, layout
 
 BUCKET = "bench-status"
 DONE_FRACTION, FAILED_FRACTION, LOCKS_PER_THOUSAND = 0.60, 0.01, 1.0
@@ -103,13 +103,13 @@ def workspace_objects(paths: list[str], seed: int) -> tuple[dict[str, str], dict
         }
         objects[layout.failed_key(group.hash)] = json.dumps(doc)
         objects[layout.lock_key(group.hash)] = lock_body(group.hash, FAILED)
-    kinds = {kind: 0 for kind in LOCK_KINDS}
+    kinds = dict.fromkeys(LOCK_KINDS, 0)
     for n, group in enumerate(locked):
         kind = LOCK_KINDS[n % len(LOCK_KINDS)]
         kinds[kind] += 1
         state = {"held": HELD, "released": RELEASED, "failed-lock-only": FAILED}.get(kind)
         objects[layout.lock_key(group.hash)] = "" if kind == "olmocr" else lock_body(group.hash, state)
-    objects.update({key: "{}" for key in FOREIGN_KEYS})
+    objects.update(dict.fromkeys(FOREIGN_KEYS, "{}"))
     failed_total = n_failed + kinds["failed-lock-only"]
     live = kinds["held"] + kinds["olmocr"]
     expected = {
@@ -137,9 +137,9 @@ def lock_body(hash_: str, state: str) -> str:
 def _measure_child(endpoint: str, operation: str, results) -> None:
     try:
         os.environ["AWS_ENDPOINT_URL"] = endpoint
-        from s3wq.store import make_s3_client, request_counts
         from s3wq.ops.operations import list_failures
         from s3wq.ops.status import queue_status
+        from s3wq.store import make_s3_client, request_counts
 
         client = make_s3_client()
         backend = S3Backend(s3_client=client, bucket=BUCKET, prefix=WORKSPACE_PREFIX)

@@ -75,12 +75,22 @@ class QueueFunctions(Construct):
         )
 
     def _function(
-        self, name: str, *, handler: str, timeout: int, memory: int, environment: dict, description: str, reserved_concurrency: int | None = None
+        self,
+        name: str,
+        *,
+        handler: str,
+        timeout: int,
+        memory: int,
+        environment: dict,
+        description: str,
+        reserved_concurrency: int | None = None,
     ) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{name}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
         # Our own role instead of the AWS-managed basic execution policy: it
         # may write to this function's log group and nothing else.
-        role = iam.Role(self, f"{name}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"s3wq {name.lower()} function")
+        role = iam.Role(
+            self, f"{name}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"s3wq {name.lower()} function"
+        )
         role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]))
         return lambda_.Function(
             self,

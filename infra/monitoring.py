@@ -17,7 +17,9 @@ PERIOD = Duration.minutes(1)
 
 
 def _queue_metric(name: str, statistic: str = "Sum", label: str | None = None) -> cloudwatch.Metric:
-    return cloudwatch.Metric(namespace=NAMESPACE, metric_name=name, dimensions_map=SERVICE_DIMENSION, statistic=statistic, period=PERIOD, label=label or name)
+    return cloudwatch.Metric(
+        namespace=NAMESPACE, metric_name=name, dimensions_map=SERVICE_DIMENSION, statistic=statistic, period=PERIOD, label=label or name
+    )
 
 
 class QueueMonitoring(Construct):

@@ -55,7 +55,9 @@ def _retry_lambda_errors(task: tasks.LambdaInvoke) -> tasks.LambdaInvoke:
 class WorkerStateMachine(Construct):
     """Exposes ``state_machine`` and its ``log_group``."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, worker: lambda_.IFunction, status: lambda_.IFunction, settings: DeploySettings):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, worker: lambda_.IFunction, status: lambda_.IFunction, settings: DeploySettings
+    ):
         super().__init__(scope, construct_id)
 
         defaults = sfn.Pass(
@@ -68,7 +70,9 @@ class WorkerStateMachine(Construct):
             self,
             "ReadInput",
             comment="The execution input over the defaults",
-            parameters={"args": sfn.JsonPath.json_merge(sfn.JsonPath.object_at("$.defaults"), sfn.JsonPath.object_at("$$.Execution.Input"))},
+            parameters={
+                "args": sfn.JsonPath.json_merge(sfn.JsonPath.object_at("$.defaults"), sfn.JsonPath.object_at("$$.Execution.Input"))
+            },
         )
         bad_input = sfn.Fail(
             self,
@@ -106,9 +110,12 @@ class WorkerStateMachine(Construct):
                 result_path="$.items",
             )
         )
+
         def count(name: str) -> tasks.LambdaInvoke:
             """Invoke the status function; its counts land in $.status."""
-            invoke = tasks.LambdaInvoke(self, name, lambda_function=status, payload_response_only=True, retry_on_service_exceptions=False, result_path="$.status")
+            invoke = tasks.LambdaInvoke(
+                self, name, lambda_function=status, payload_response_only=True, retry_on_service_exceptions=False, result_path="$.status"
+            )
             return _retry_lambda_errors(invoke)
 
         count_before = count("CountBefore")
@@ -132,7 +139,13 @@ class WorkerStateMachine(Construct):
                 retry_on_service_exceptions=False,
             )
         )
-        work.add_retry(errors=WORKER_RETRYABLE_ERRORS, interval=Duration.seconds(5), max_attempts=3, backoff_rate=2, jitter_strategy=sfn.JitterType.FULL)
+        work.add_retry(
+            errors=WORKER_RETRYABLE_ERRORS,
+            interval=Duration.seconds(5),
+            max_attempts=3,
+            backoff_rate=2,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
         # Each child ends in an empty object, whether its worker reported or
         # failed (a failure's cause can carry a stack trace): the Map's output
         # is at most 3 bytes a child, 30 KB for 10,000, whatever the workers
@@ -179,11 +192,21 @@ class WorkerStateMachine(Construct):
             sfn.Choice(self, "Verdict")
             .when(
                 sfn.Condition.number_greater_than_json_path("$.failed", "$.failureTolerance"),
-                sfn.Fail(self, "TooManyFailedGroups", error="TooManyFailedGroups", cause="More groups failed than failureTolerance allows; see failed_flags/"),
+                sfn.Fail(
+                    self,
+                    "TooManyFailedGroups",
+                    error="TooManyFailedGroups",
+                    cause="More groups failed than failureTolerance allows; see failed_flags/",
+                ),
             )
             .when(
                 sfn.Condition.number_greater_than("$.remaining", 0),
-                sfn.Fail(self, "WorkRemaining", error="WorkRemaining", cause="Groups remain after the last round made no progress or maxRounds was reached"),
+                sfn.Fail(
+                    self,
+                    "WorkRemaining",
+                    error="WorkRemaining",
+                    cause="Groups remain after the last round made no progress or maxRounds was reached",
+                ),
             )
             .otherwise(sfn.Succeed(self, "Drained"))
         )
@@ -202,7 +225,9 @@ class WorkerStateMachine(Construct):
             .otherwise(summary)
         )
         next_round.next(run_workers).next(count_after).next(more_rounds)
-        anything_to_do = sfn.Choice(self, "AnythingToDo").when(sfn.Condition.number_equals("$.status.remaining", 0), summary).otherwise(next_round)
+        anything_to_do = (
+            sfn.Choice(self, "AnythingToDo").when(sfn.Condition.number_equals("$.status.remaining", 0), summary).otherwise(next_round)
+        )
         # ASL has no integer test, but a whole number prints without a point or
         # an exponent ("3"; 2.5 prints "2.5", 3.0 "3.0", 1e3 "1000.0"), and
         # States.ArrayRange fails on anything else with an intrinsic-function
@@ -217,7 +242,9 @@ class WorkerStateMachine(Construct):
             result_path="$.asText",
         )
         fraction = [
-            sfn.Condition.string_matches(f"$.asText.{name}", pattern) for name in ("workers", "failureTolerance") for pattern in ("*.*", "*e*", "*E*")
+            sfn.Condition.string_matches(f"$.asText.{name}", pattern)
+            for name in ("workers", "failureTolerance")
+            for pattern in ("*.*", "*e*", "*E*")
         ]
         whole_numbers = (
             sfn.Choice(self, "WholeNumbers")

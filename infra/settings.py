@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from constructs import Construct
 
@@ -66,7 +67,7 @@ class DeploySettings:
     alarm_topic_arn: str | None = None
 
     @classmethod
-    def from_context(cls, scope: Construct) -> "DeploySettings":
+    def from_context(cls, scope: Construct) -> DeploySettings:
         def get(name: str, default: Any, parse: Callable[[Any], Any]) -> Any:
             raw = scope.node.try_get_context(name)
             if raw is None or raw == "":
@@ -110,7 +111,10 @@ class DeploySettings:
             problems.append(f"workspacePrefix {self.workspace_prefix!r} must be a non-empty key prefix without spaces or '..'")
         if ".." in self.workspace_prefix.split("/"):
             problems.append("workspacePrefix may not contain '..'")
-        for name, value in (("workerTimeoutSeconds", self.worker_timeout_seconds), ("populateTimeoutSeconds", self.populate_timeout_seconds)):
+        for name, value in (
+            ("workerTimeoutSeconds", self.worker_timeout_seconds),
+            ("populateTimeoutSeconds", self.populate_timeout_seconds),
+        ):
             if not 10 <= value <= LAMBDA_MAX_TIMEOUT_SECONDS:
                 problems.append(f"{name} must be between 10 and {LAMBDA_MAX_TIMEOUT_SECONDS}, got {value}")
         for name, value in (("workerMemoryMb", self.worker_memory_mb), ("populateMemoryMb", self.populate_memory_mb)):
@@ -135,7 +139,9 @@ class DeploySettings:
                 )
         if self.architecture not in ("arm64", "x86_64"):
             problems.append(f"architecture must be arm64 or x86_64, got {self.architecture!r}")
-        if self.alarm_topic_arn is not None and not re.fullmatch(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}", self.alarm_topic_arn):
+        if self.alarm_topic_arn is not None and not re.fullmatch(
+            r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}", self.alarm_topic_arn
+        ):
             problems.append(f"alarmTopicArn {self.alarm_topic_arn!r} is not an SNS topic ARN")
         for arn in self.kms_key_arns:
             if not _KMS_KEY_ARN_RE.fullmatch(arn):

@@ -72,7 +72,7 @@ class S3wqStack(Stack):
             value=f"s3://{self.storage.bucket.bucket_name}/{manifests_prefix}",
             description="Upload a manifest here to index it and start the workers",
         )
-        CfnOutput(self, "StateMachineArn", value=state_machine.state_machine_arn, description="Start an execution with {\"workers\": N}")
+        CfnOutput(self, "StateMachineArn", value=state_machine.state_machine_arn, description='Start an execution with {"workers": N}')
         CfnOutput(self, "MaxWorkers", value=str(settings.max_workers), description="Workers an execution runs at most (more are capped)")
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name, description="The CloudWatch dashboard of runs")
         self._suppress_findings()
@@ -112,15 +112,22 @@ class S3wqStack(Stack):
         # only to callers that may list the bucket (403 otherwise), and the
         # claim protocol must tell "no done flag" from "access denied".
         role.grant_principal.add_to_principal_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[storage.bucket.bucket_arn]))
-        role.grant_principal.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[storage.objects(p) for p in read]))
+        role.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[storage.objects(p) for p in read])
+        )
         if write:
-            role.grant_principal.add_to_principal_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[storage.objects(p) for p in write]))
+            role.grant_principal.add_to_principal_policy(
+                iam.PolicyStatement(actions=["s3:PutObject"], resources=[storage.objects(p) for p in write])
+            )
         if delete:
-            role.grant_principal.add_to_principal_policy(iam.PolicyStatement(actions=["s3:DeleteObject"], resources=[storage.objects(p) for p in delete]))
+            role.grant_principal.add_to_principal_policy(
+                iam.PolicyStatement(actions=["s3:DeleteObject"], resources=[storage.objects(p) for p in delete])
+            )
 
     def _grant_worker(self) -> None:
         locks, done, failed, results, input_errors = (
-            _dir(p) + "*" for p in (layout.LOCKS_PREFIX, layout.DONE_PREFIX, layout.FAILED_PREFIX, layout.RESULTS_PREFIX, layout.INPUT_ERRORS_PREFIX)
+            _dir(p) + "*"
+            for p in (layout.LOCKS_PREFIX, layout.DONE_PREFIX, layout.FAILED_PREFIX, layout.RESULTS_PREFIX, layout.INPUT_ERRORS_PREFIX)
         )
         self._workspace(
             self.functions.worker,
@@ -195,7 +202,9 @@ class S3wqStack(Stack):
                         # <bucket>.Arn/<prefix>/<folder>/* and arn:...:s3:::<bucket>[/<prefix>]/*
                         RegexAppliesTo(regex="/^Resource::<Storage[A-Za-z0-9]*\\.Arn>\\/.*\\*$/"),
                         RegexAppliesTo(regex="/^Resource::arn:<AWS::Partition>:s3:::.*\\/\\*$/"),
-                        RegexAppliesTo(regex="/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:.*:(manifest|sources)-\\*$/"),
+                        RegexAppliesTo(
+                            regex="/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:.*:(manifest|sources)-\\*$/"
+                        ),
                         "Resource::*",
                     ],
                 )

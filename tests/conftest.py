@@ -15,12 +15,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from s3wq.store import LocalBackend, S3Backend
-from s3wq.dev.local_s3 import FAKE_CREDENTIALS, LocalS3
-
 from localstack_s3 import STORE_ENV, LocalStackS3
 from support import IGNORING_CONDITIONS_BUCKETS, NO_CONDITIONAL_DELETE_BUCKETS, STORES, TEST_STORE
+
+from s3wq.dev.local_s3 import FAKE_CREDENTIALS, LocalS3
+from s3wq.store import LocalBackend, S3Backend
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if TEST_STORE not in STORES:

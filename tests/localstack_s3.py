@@ -82,7 +82,7 @@ class LocalStackS3(LocalServer):
             "XDG_CACHE_HOME": os.path.join(state_dir, "cache"),
         }
 
-    def start(self, timeout: float = 120.0) -> "LocalStackS3":
+    def start(self, timeout: float = 120.0) -> LocalStackS3:
         if not Path(self.python).exists():
             raise RuntimeError(f"no Python for LocalStack at {self.python}: run `make test-localstack`, or set {PYTHON_ENV}")
         self._check_port_free()

@@ -8,13 +8,12 @@ import subprocess
 import sys
 from collections import Counter
 
-from s3wq.store import layout
-from s3wq.store import Backend
-from s3wq.protocol.bodies import FAILED, FINISHED, RELEASED, LockBody
+from localstack_s3 import STORE_ENV
+
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.index import WorkIndex
-
-from localstack_s3 import STORE_ENV
+from s3wq.protocol.bodies import FAILED, FINISHED, RELEASED, LockBody
+from s3wq.store import Backend, layout
 
 # Buckets named so answer a conditional DELETE with 501, as LocalStack's S3 does (see s3wq.dev.local_s3).
 NO_CONDITIONAL_DELETE_BUCKETS = "nocd-"

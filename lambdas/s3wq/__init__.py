@@ -5,12 +5,12 @@ populate it, ``Worker`` to drain it, ``queue_status`` to count it, and the
 processor contract (``Group``, ``ProcessorContext``).
 """
 
-from s3wq.store import open_backend
 from s3wq.config import WorkerSettings
 from s3wq.errors import S3wqError
 from s3wq.index import Group, WorkIndex
-from s3wq.processors import ProcessorContext, load_processor
 from s3wq.ops.status import queue_status
+from s3wq.processors import ProcessorContext, load_processor
+from s3wq.store import open_backend
 from s3wq.worker import Worker, WorkerReport
 
 __all__ = [

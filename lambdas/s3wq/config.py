@@ -204,9 +204,9 @@ class LambdaConfig:
         return InputPolicy.deployed(default_locations(self.workspace) if self.input_locations is None else self.input_locations)
 
     @classmethod
-    def from_env(cls, environ: dict) -> "LambdaConfig":
-        from s3wq.store import parse_s3_uri, uri_mistake
+    def from_env(cls, environ: dict) -> LambdaConfig:
         from s3wq.inputs import parse_locations
+        from s3wq.store import parse_s3_uri, uri_mistake
 
         workspace = environ.get(ENV_WORKSPACE, "")
         if not workspace:
@@ -246,5 +246,7 @@ class LambdaConfig:
             workers=int(_number(environ, ENV_WORKERS, DEFAULT_WORKERS, int, 1)),
             input_locations=input_locations,
             # At most the Lambda maximum; the handler cuts it to what each invocation has (handlers/worker.py).
-            group_timeout=_number(environ, ENV_GROUP_TIMEOUT, DEFAULT_GROUP_TIMEOUT_SECONDS, float, MIN_RUN_SECONDS, DEFAULT_TIME_LIMIT_SECONDS),
+            group_timeout=_number(
+                environ, ENV_GROUP_TIMEOUT, DEFAULT_GROUP_TIMEOUT_SECONDS, float, MIN_RUN_SECONDS, DEFAULT_TIME_LIMIT_SECONDS
+            ),
         )

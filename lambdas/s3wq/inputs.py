@@ -17,9 +17,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from s3wq.store import layout
-from s3wq.store import parse_s3_uri
 from s3wq.errors import BadWorkspace, ConfigError, InputRefused
+from s3wq.store import layout, parse_s3_uri
 
 _GLOB_CHARS = "*?["
 # The S3 naming rules for general purpose buckets, as backends.parse_s3_uri checks them.
@@ -48,12 +47,14 @@ class InputLocation:
         if not _BUCKET_RE.fullmatch(self.bucket):
             raise ConfigError(f"input location: {self.bucket!r} is not a valid bucket name")
         if self.prefix != self.prefix.strip("/") or any(c in self.prefix for c in _GLOB_CHARS):
-            raise ConfigError(f"input location: prefix {self.prefix!r} must be a plain folder, without leading or trailing '/' or glob characters")
+            raise ConfigError(
+                f"input location: prefix {self.prefix!r} must be a plain folder, without leading or trailing '/' or glob characters"
+            )
         if self.prefix and not all(segment not in ("", ".", "..") for segment in self.prefix.split("/")):
             raise ConfigError(f"input location: prefix {self.prefix!r} may not hold empty, '.' or '..' segments")
 
     @classmethod
-    def parse(cls, text: str) -> "InputLocation":
+    def parse(cls, text: str) -> InputLocation:
         """``s3://bucket``, ``s3://bucket/prefix`` (a trailing slash is allowed), or the same without ``s3://``."""
         bucket, _, prefix = text.strip().removeprefix("s3://").partition("/")
         return cls(bucket, prefix.rstrip("/"))
@@ -113,7 +114,7 @@ class InputPolicy:
     local_manifests: bool = True
 
     @classmethod
-    def deployed(cls, input_locations: tuple[InputLocation, ...]) -> "InputPolicy":
+    def deployed(cls, input_locations: tuple[InputLocation, ...]) -> InputPolicy:
         """The deployed functions' policy: S3 only, in ``input_locations`` and nothing else.
 
         The stack writes them from the list it grants the roles from, so the
@@ -128,7 +129,7 @@ class InputPolicy:
         )
 
     @classmethod
-    def s3_workspace(cls, *, allow_local: bool, locations: tuple[InputLocation, ...] | None = None) -> "InputPolicy":
+    def s3_workspace(cls, *, allow_local: bool, locations: tuple[InputLocation, ...] | None = None) -> InputPolicy:
         """The command line's policy for a workspace on S3: s3:// in ``locations`` (None: any bucket); local paths only when asked for."""
         return cls(
             locations=locations,
@@ -181,7 +182,9 @@ ANYTHING = InputPolicy()
 def policy_to_json(policy: InputPolicy) -> str:
     """The policy as the processor host receives it on its command line."""
     locations = None if policy.locations is None else [str(location) for location in policy.locations]
-    return json.dumps({"locations": locations, "local": policy.local, "local_refusal": policy.local_refusal, "local_manifests": policy.local_manifests})
+    return json.dumps(
+        {"locations": locations, "local": policy.local, "local_refusal": policy.local_refusal, "local_manifests": policy.local_manifests}
+    )
 
 
 def policy_from_json(text: str) -> InputPolicy:

@@ -146,7 +146,12 @@ def pass_machine(tmp_path):
     """A local cloud without the stack, and a one-state machine: it starts no Lambda, and such a cloud starts in a second or two."""
     with LocalCloud(log_dir=tmp_path / "cloud") as cloud:
         sfn = cloud.client("stepfunctions")
-        yield cloud, sfn.create_state_machine(name="pass", definition=PASS_MACHINE, roleArn="arn:aws:iam::123456789012:role/pass")["stateMachineArn"]
+        yield (
+            cloud,
+            sfn.create_state_machine(name="pass", definition=PASS_MACHINE, roleArn="arn:aws:iam::123456789012:role/pass")[
+                "stateMachineArn"
+            ],
+        )
 
 
 def test_any_number_of_executions_started_without_a_name_each_get_a_new_uuid_as_on_aws(pass_machine):

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from s3wq.store import LocalBackend
 from s3wq.ops.status import queue_status
+from s3wq.store import LocalBackend
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"

@@ -21,11 +21,9 @@ from pathlib import Path
 import pytest
 
 from s3wq import WorkIndex
-
-from s3wq.store import layout
-from s3wq.store import S3Backend
-from s3wq.index import Group, encode_groups
 from s3wq.dev.localcloud.cloud import DEFAULT_BUCKET, LocalCloud
+from s3wq.index import Group, encode_groups
+from s3wq.store import S3Backend, layout
 
 INPUT_BUCKET, INPUT_PREFIX = "s3wq-inputs", "scans"
 OTHER_BUCKET = "other-bucket"
@@ -107,13 +105,17 @@ def wait_for_executions(sfn, arn: str, count: int, timeout: float, backend: S3Ba
 
 def everything(s3, bucket: str, prefix: str = "") -> dict[str, bytes]:
     pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-    return {item["Key"]: s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read() for page in pages for item in page.get("Contents", [])}
+    return {
+        item["Key"]: s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read() for page in pages for item in page.get("Contents", [])
+    }
 
 
 def test_a_hostile_manifest_and_a_hand_made_index_read_nothing_but_the_allowed_buckets(tmp_path):
     with LocalCloud(log_dir=tmp_path / "cloud") as cloud:
         # The workspace bucket named too: with inputBuckets set, the functions read inputs there and nowhere else.
-        stack = cloud.deploy({"defaultWorkers": 2, "groupSize": 2, "processor": "text", "inputBuckets": f"{INPUT_BUCKET}/{INPUT_PREFIX},{DEFAULT_BUCKET}"})
+        stack = cloud.deploy(
+            {"defaultWorkers": 2, "groupSize": 2, "processor": "text", "inputBuckets": f"{INPUT_BUCKET}/{INPUT_PREFIX},{DEFAULT_BUCKET}"}
+        )
         s3, sfn = cloud.client("s3"), cloud.client("stepfunctions")
         bucket, prefix = stack.workspace.removeprefix("s3://").split("/", 1)
         for name in (INPUT_BUCKET, OTHER_BUCKET):
@@ -166,7 +168,9 @@ def test_a_hostile_manifest_and_a_hand_made_index_read_nothing_but_the_allowed_b
                     assert row["text"] == good[still_good]
                 else:
                     assert row["text"] is None and "input refused" in row["error"], row
-        refused_inputs = [entry for key in backend.list_keys(layout.INPUT_ERRORS_PREFIX) for entry in json.loads(backend.read(key).body)["inputs"]]
+        refused_inputs = [
+            entry for key in backend.list_keys(layout.INPUT_ERRORS_PREFIX) for entry in json.loads(backend.read(key).body)["inputs"]
+        ]
         assert sorted(e["path"] for e in refused_inputs) == sorted([*hostile_rows, hostile_rows[0]])
         assert all("input refused" in e["error"] for e in refused_inputs)
 
@@ -174,4 +178,6 @@ def test_a_hostile_manifest_and_a_hand_made_index_read_nothing_but_the_allowed_b
         stored = everything(s3, bucket)
         leaks = [(key, piece[:40]) for key, data in stored.items() if key != manifest_key for piece in host_secrets() if piece in data]
         assert leaks == []
-        print(f"\nhostile manifest: {len(bad)} bad lines recorded, {len(good)} good paths done; hand-made index: {len(hostile_rows) + 1} refused reads")
+        print(
+            f"\nhostile manifest: {len(bad)} bad lines recorded, {len(good)} good paths done; hand-made index: {len(hostile_rows) + 1} refused reads"
+        )

@@ -14,12 +14,10 @@ from pathlib import Path
 import pytest
 
 from s3wq import WorkIndex
-
-from s3wq.store import layout
-from s3wq.store import S3Backend
 from s3wq.dev.localcloud.cloud import LocalCloud
-from s3wq.ops.status import queue_status
 from s3wq.dev.samples import make_pdf, sample_text
+from s3wq.ops.status import queue_status
+from s3wq.store import S3Backend, layout
 
 HELPERS = str(Path(__file__).resolve().parents[1] / "helpers")
 # A space, a comma and a plus: S3 sends this key URL-encoded in the event.
@@ -73,7 +71,19 @@ def test_forty_groups_eight_workers_through_the_synthesized_state_machine(tmp_pa
         output = json.loads(execution["output"])
         assert (output["groups"], output["done"], output["failed"], output["remaining"]) == (40, 40, 0, 0)
         backend = workspace_backend(s3, stack)
-        assert queue_status(backend) == {"groups": 40, "paths": 40, "done": 40, "failed": 0, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 40, "released": 0, "wait_seconds": 0}
+        assert queue_status(backend) == {
+            "groups": 40,
+            "paths": 40,
+            "done": 40,
+            "failed": 0,
+            "locked": 0,
+            "claimed_ahead": 0,
+            "pending": 0,
+            "remaining": 0,
+            "finished": 40,
+            "released": 0,
+            "wait_seconds": 0,
+        }
         groups = {g.hash: g for g in WorkIndex(backend).iter_groups()}
         results = list(backend.list_keys(layout.RESULTS_PREFIX))
         assert results == sorted(layout.result_key(h) for h in groups)

@@ -86,7 +86,9 @@ def test_local_up_banner_commands_follow_a_manifest_upload_to_the_end_and_logs_o
 
         # The banner's `s3wq start`, as printed: an execution of the stack found by its name, followed to its end.
         [start_line] = [line.strip() for line in lines if line.strip().startswith("s3wq start")]
-        started = subprocess.run([sys.executable, "-m", *shlex.split(start_line)], capture_output=True, text=True, env=shell_env, timeout=180)
+        started = subprocess.run(
+            [sys.executable, "-m", *shlex.split(start_line)], capture_output=True, text=True, env=shell_env, timeout=180
+        )
         assert started.returncode == 0, started.stdout + started.stderr
     finally:
         up.send_signal(signal.SIGINT)

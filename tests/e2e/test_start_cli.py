@@ -14,12 +14,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from support import run_cli
+
 from s3wq import WorkIndex
-from s3wq.store import layout
-from s3wq.store import S3Backend
 from s3wq.dev.localcloud.cloud import LocalCloud
+from s3wq.store import S3Backend, layout
 
 HELPERS = str(Path(__file__).resolve().parents[1] / "helpers")
 STACK = "S3wqLocal"
@@ -31,7 +30,14 @@ MAX_WORKERS = 3
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory):
     with LocalCloud(log_dir=tmp_path_factory.mktemp("cloud"), extra_pythonpath=(HELPERS,)) as cloud:
-        cloud.deploy({"defaultWorkers": 2, "maxWorkers": MAX_WORKERS, "maxAttempts": MAX_ATTEMPTS, "processor": "operator_processors:fails_on_broken"})
+        cloud.deploy(
+            {
+                "defaultWorkers": 2,
+                "maxWorkers": MAX_WORKERS,
+                "maxAttempts": MAX_ATTEMPTS,
+                "processor": "operator_processors:fails_on_broken",
+            }
+        )
         yield cloud
 
 
@@ -242,19 +248,33 @@ def test_groups_populated_while_a_round_runs_are_drained_by_the_same_execution(c
 
 @pytest.mark.parametrize(
     "document",
-    [{"workers": 2.5}, {"workers": 3.0}, {"workers": 1e3}, {"workers": 0}, {"workers": "4"}, {"failureTolerance": 0.5}, {"failureTolerance": -1}],
+    [
+        {"workers": 2.5},
+        {"workers": 3.0},
+        {"workers": 1e3},
+        {"workers": 0},
+        {"workers": "4"},
+        {"failureTolerance": 0.5},
+        {"failureTolerance": -1},
+    ],
     ids=["fraction", "whole-but-written-3.0", "exponent", "zero", "a-string", "fractional-tolerance", "negative-tolerance"],
 )
 def test_an_execution_whose_input_is_not_whole_numbers_ends_in_bad_input_and_runs_no_worker(cloud_env, document):
     sfn = cloud_env.client("stepfunctions")
-    arn = sfn.start_execution(stateMachineArn=cloud_env.stack.state_machine_arn, name=f"bad-{uuid.uuid4().hex[:8]}", input=json.dumps(document))["executionArn"]
+    arn = sfn.start_execution(
+        stateMachineArn=cloud_env.stack.state_machine_arn, name=f"bad-{uuid.uuid4().hex[:8]}", input=json.dumps(document)
+    )["executionArn"]
     deadline = time.monotonic() + 60
     while (described := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING" and time.monotonic() < deadline:
         time.sleep(0.2)
 
     assert (described["status"], described.get("error")) == ("FAILED", "BadInput"), described
     assert "whole number" in described["cause"]
-    entered = {e["stateEnteredEventDetails"]["name"] for e in sfn.get_execution_history(executionArn=arn)["events"] if "stateEnteredEventDetails" in e}
+    entered = {
+        e["stateEnteredEventDetails"]["name"]
+        for e in sfn.get_execution_history(executionArn=arn)["events"]
+        if "stateEnteredEventDetails" in e
+    }
     assert not entered & {"Init", "RunWorkers", "CountBefore"}, entered
 
 
@@ -265,7 +285,9 @@ def test_start_with_more_workers_than_the_stack_allows_warns_and_runs_the_cap(cl
     result = run_cli("start", "--stack", STACK, "--workers", "5", "--wait", "--json")
 
     assert result.returncode == 0, result.stderr
-    assert f"s3wq: warning: --workers 5 is more than the stack's maxWorkers ({MAX_WORKERS}); the execution runs {MAX_WORKERS}" in result.stderr
+    assert (
+        f"s3wq: warning: --workers 5 is more than the stack's maxWorkers ({MAX_WORKERS}); the execution runs {MAX_WORKERS}" in result.stderr
+    )
     arn = json.loads(result.stdout)["execution_arn"]
     events = cloud_env.client("stepfunctions").get_execution_history(executionArn=arn)["events"]
     entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk.assertions import Template
@@ -54,7 +55,7 @@ def cdk_json_context() -> dict:
     return json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 
 
-def build(overrides: dict) -> "StackUnderTest":
+def build(overrides: dict) -> StackUnderTest:
     """The stack as app.py builds it, with the plain ``lambdas/`` asset (no pip) unless ``overrides`` says otherwise."""
     context = {**cdk_json_context(), "bundling": False, **overrides}
     app = cdk.App(context=context)

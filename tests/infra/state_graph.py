@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Iterator
+from collections.abc import Iterator
 
 TERMINAL_TYPES = ("Succeed", "Fail")
 NUMERIC_TESTS = {

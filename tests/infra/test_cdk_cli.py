@@ -30,7 +30,7 @@ class CliSynth:
     outdir: Path | None = None
     output: str = ""
 
-    def ok(self) -> "CliSynth":
+    def ok(self) -> CliSynth:
         if self.problem:
             pytest.fail(self.problem, pytrace=False)
         return self

@@ -185,13 +185,19 @@ def test_populate_lists_input_buckets_only_under_their_prefix(synth):
 
 def test_sse_kms_keys_are_granted_through_s3_only_and_only_as_each_function_needs(synth):
     stack = synth(INPUT_BUCKETS)
-    for kind, actions in {"worker": {"kms:Decrypt", "kms:GenerateDataKey"}, "populate": {"kms:Decrypt", "kms:GenerateDataKey"}, "status": {"kms:Decrypt"}}.items():
+    for kind, actions in {
+        "worker": {"kms:Decrypt", "kms:GenerateDataKey"},
+        "populate": {"kms:Decrypt", "kms:GenerateDataKey"},
+        "status": {"kms:Decrypt"},
+    }.items():
         statements = [s for s in stack.statements(stack.role_id(kind)) if any(a.startswith("kms:") for a in s.actions)]
         assert len(statements) == 1, (kind, statements)
         [statement] = statements
         assert set(statement.actions) == actions
         assert statement.resources == (KMS_KEY,)
-        assert json.dumps(statement.condition) == json.dumps({"StringEquals": {"kms:ViaService": statement.condition["StringEquals"]["kms:ViaService"]}})
+        assert json.dumps(statement.condition) == json.dumps(
+            {"StringEquals": {"kms:ViaService": statement.condition["StringEquals"]["kms:ViaService"]}}
+        )
         assert render(statement.condition["StringEquals"]["kms:ViaService"]) == "s3.${AWS::Region}.amazonaws.com"
 
 

@@ -57,7 +57,10 @@ def test_an_input_prefix_beside_the_workspace_is_accepted(entry):
         ({"groupTimeoutSeconds": "ten"}, "'groupTimeoutSeconds'"),
         # Longer than a run can last in the invocation: the worker's own deadline would always stop it first.
         ({"groupTimeoutSeconds": 895}, "groupTimeoutSeconds must be from 0.5 to 890 \\(workerTimeoutSeconds 900"),
-        ({"groupTimeoutSeconds": 291, "workerTimeoutSeconds": 300}, "groupTimeoutSeconds must be from 0.5 to 290 \\(workerTimeoutSeconds 300"),
+        (
+            {"groupTimeoutSeconds": 291, "workerTimeoutSeconds": 300},
+            "groupTimeoutSeconds must be from 0.5 to 290 \\(workerTimeoutSeconds 300",
+        ),
     ],
 )
 def test_a_bad_group_timeout_stops_the_synth(context, problem):

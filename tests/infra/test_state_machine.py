@@ -13,7 +13,6 @@ from aws_cdk.assertions import Match
 from stack_under_test import TUNED
 from state_graph import StateGraph, all_states
 
-
 # The errors AWS recommends retrying for every Lambda task.
 LAMBDA_TRANSIENT_ERRORS = {
     "Lambda.ServiceException",
@@ -100,11 +99,7 @@ def test_every_child_of_the_map_ends_in_an_empty_object_so_the_maps_output_is_bo
 def test_worker_items_come_from_the_status_function_not_array_range(stack):
     graph = graph_of(stack)
     run_workers = the_distributed_map(graph)
-    planners = [
-        name
-        for name in graph.of_type("Task")
-        if graph.states[name].get("Parameters") == {"worker_items.$": "$.workers"}
-    ]
+    planners = [name for name in graph.of_type("Task") if graph.states[name].get("Parameters") == {"worker_items.$": "$.workers"}]
     assert len(planners) == 1
     planner = graph.states[planners[0]]
     assert planner["Resource"] == "${%s.Arn}" % stack.function_id("status")

@@ -8,11 +8,35 @@ from pathlib import Path
 import pytest
 
 import s3wq
+from s3wq.config import (
+    ENV_AUTO_START,
+    ENV_GROUP_SIZE,
+    ENV_INPUT_LOCATIONS,
+    ENV_LEASE,
+    ENV_MAX_ATTEMPTS,
+    ENV_PROCESSOR,
+    ENV_STATE_MACHINE_ARN,
+    ENV_WORKERS,
+    ENV_WORKSPACE,
+)
+from s3wq.handlers.runtime import reset_runtime
 
 from .racing import Racers
 
 RACERS = 8
 HELPERS_DIR = Path(__file__).resolve().parent.parent / "helpers"
+# Every variable the stack sets on the handlers: the lambda_env fixture starts each test without them.
+ALL_ENV = [
+    ENV_WORKSPACE,
+    ENV_INPUT_LOCATIONS,
+    ENV_LEASE,
+    ENV_MAX_ATTEMPTS,
+    ENV_GROUP_SIZE,
+    ENV_PROCESSOR,
+    ENV_STATE_MACHINE_ARN,
+    ENV_AUTO_START,
+    ENV_WORKERS,
+]
 
 
 @pytest.fixture(scope="session")
@@ -44,3 +68,21 @@ def helper_env(monkeypatch, record_dir):
     monkeypatch.setenv("PYTHONPATH", str(HELPERS_DIR) + (os.pathsep + pythonpath if pythonpath else ""))
     monkeypatch.setenv("S3WQ_TEST_RECORD_DIR", str(record_dir))
     return os.environ
+
+
+@pytest.fixture
+def lambda_env(monkeypatch, s3_server, bucket, helper_env):
+    """Configure the handlers like the stack does; each call of the returned function is a fresh cold start."""
+    monkeypatch.syspath_prepend(str(HELPERS_DIR))  # processors named module:function live there
+    for name in ALL_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+    def configure(**variables: str) -> None:
+        # The input locations the stack writes for a bucket it created: the whole of it.
+        for name, value in {ENV_WORKSPACE: f"s3://{bucket}/ws", ENV_INPUT_LOCATIONS: f"s3://{bucket}", **variables}.items():
+            monkeypatch.setenv(name, str(value))
+        reset_runtime()
+
+    configure()
+    yield configure
+    reset_runtime()

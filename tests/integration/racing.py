@@ -14,13 +14,14 @@ loser got, or what the store handed the winner.
 from __future__ import annotations
 
 import multiprocessing
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import s3wq
-from s3wq.store import make_s3_client
 from s3wq.errors import ConditionalDeleteUnsupported, ConditionFailed, ObjectNotFound
 from s3wq.index import WorkIndex
 from s3wq.protocol.claims import ClaimProtocol
+from s3wq.store import make_s3_client
 
 WON = "won"
 # Long enough for eight cold processes on two busy cores; a racer that dies

@@ -17,15 +17,15 @@ import time
 import uuid
 
 import pytest
+from support import deletes_on_a_condition
 
-from s3wq.store import layout
 from s3wq.errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound
 from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol, Held
-
-from support import deletes_on_a_condition
+from s3wq.store import layout
 
 from . import racing
+
 
 @pytest.fixture(params=["local", "s3", "s3-without-conditional-delete"])
 def workspace(request):
@@ -434,4 +434,3 @@ def test_a_release_after_a_takeover_changes_nothing_of_the_takers(workspace, bac
 
     stored = backend.read(layout.lock_key(hash_))
     assert stored.etag == taker.etag and LockBody.decode(stored.body).owner == taker.owner
-

@@ -16,9 +16,8 @@ import subprocess
 import sys
 import time
 
-from support import run_cli
-
 from helpers.operator_processors import BROKEN_MARK
+from support import run_cli
 
 # Generous, for a loaded machine: the worker claims its two groups within its first second or so.
 OBSERVED_WITHIN_SECONDS = 60
@@ -43,8 +42,23 @@ def test_a_group_claimed_ahead_behind_a_retry_backoff_is_counted_and_named_as_su
     populated = run_cli("populate", s3_workspace, f"s3://{bucket}/inputs/*.txt", "--group-size", "1")
     assert populated.returncode == 0, populated.stderr
     worker = subprocess.Popen(
-        [sys.executable, "-m", "s3wq", "work", s3_workspace, "--processor", "operator_processors:fails_on_broken"]
-        + ["--retry-backoff", str(RETRY_BACKOFF_SECONDS), "--breaker", "0", "--time-limit", "300", "--worker-id", "only-worker"],
+        [
+            sys.executable,
+            "-m",
+            "s3wq",
+            "work",
+            s3_workspace,
+            "--processor",
+            "operator_processors:fails_on_broken",
+            "--retry-backoff",
+            str(RETRY_BACKOFF_SECONDS),
+            "--breaker",
+            "0",
+            "--time-limit",
+            "300",
+            "--worker-id",
+            "only-worker",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -6,11 +6,11 @@ import json
 import uuid
 
 import pytest
-
 from support import IGNORING_CONDITIONS_BUCKETS, run_cli
+
 from s3wq import WorkIndex
-from s3wq.store import S3Backend, make_s3_client, request_counts
 from s3wq.protocol.claims import probe_store
+from s3wq.store import S3Backend, make_s3_client, request_counts
 
 
 def test_populate_expands_an_s3_glob_by_listing(s3_client, bucket, s3_workspace, s3_backend):

@@ -13,12 +13,11 @@ import os
 from collections import Counter
 from pathlib import Path
 
-
 from support import assert_no_lock_left, run_cli
-from s3wq.store import S3Backend
-from s3wq import WorkerSettings, WorkIndex, Worker
-from s3wq.store import layout
+
+from s3wq import Worker, WorkerSettings, WorkIndex
 from s3wq.protocol.bodies import LockBody
+from s3wq.store import S3Backend, layout
 
 from .workers import recorded_calls, run_workers
 
@@ -31,7 +30,9 @@ def populate_one_path_per_group(workspace: str, count: int, tmp_path: Path) -> s
     paths = [f"s3://inputs/scans/page-{n:04d}.pdf" for n in range(count)]
     manifest = tmp_path / "manifest.txt"
     manifest.write_text("# one page per group\n" + "\n".join(paths) + "\n")
-    result = run_cli("populate", workspace, f"@{manifest}", "--group-size", "1", "--no-check", "--json")  # the inputs are names only: the processor never reads them
+    result = run_cli(
+        "populate", workspace, f"@{manifest}", "--group-size", "1", "--no-check", "--json"
+    )  # the inputs are names only: the processor never reads them
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["added_groups"] == count
     return {layout.group_hash([p]) for p in paths}
@@ -76,7 +77,9 @@ def test_eight_workers_drain_two_hundred_groups_on_s3_exactly_once(s3_workspace,
         Path(os.environ[DRAIN_STATS_ENV]).write_text(json.dumps(stats, indent=2) + "\n")
 
 
-def test_four_workers_drain_forty_groups_on_a_local_directory_exactly_once(local_workspace, local_backend, helper_env, record_dir, tmp_path):
+def test_four_workers_drain_forty_groups_on_a_local_directory_exactly_once(
+    local_workspace, local_backend, helper_env, record_dir, tmp_path
+):
     hashes = populate_one_path_per_group(local_workspace, 40, tmp_path)
 
     reports = run_workers(local_workspace, 4, processor=PROCESSOR, env=helper_env, log_dir=tmp_path / "logs")
@@ -98,7 +101,12 @@ def test_a_worker_with_an_out_of_date_listing_relists_after_one_finished_group(s
 
         def create(self, key, body):
             etag = super().create(key, body)
-            if key.startswith(layout.LOCKS_PREFIX) and not key.startswith(layout.PROBE_PREFIX) and not processed and not hasattr(self, "done"):
+            if (
+                key.startswith(layout.LOCKS_PREFIX)
+                and not key.startswith(layout.PROBE_PREFIX)
+                and not processed
+                and not hasattr(self, "done")
+            ):
                 self.done = True
                 first = layout.hash_from_key(key, layout.LOCKS_PREFIX, layout.LOCK_SUFFIX)
                 for other in hashes - {first}:

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from support import run_cli
-from s3wq.store import layout
-from s3wq.store import LocalBackend
+
+from s3wq.store import LocalBackend, layout
 
 from .conftest import HELPERS_DIR
 

@@ -17,11 +17,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from support import run_cli
+
 from s3wq import WorkIndex, open_backend
-from s3wq.store import layout
 from s3wq.protocol.bodies import FAILED, TIMEOUT, LockBody
+from s3wq.store import layout
 
 TIME_LIMIT = 900  # the default: a hung group would hold the worker this long without a group timeout
 INPUTS = {f"inputs/page-{n}.txt": f"the text of page {n}\n".encode() for n in range(4)} | {"inputs/stuck.txt": b"HANG forever\n"}
@@ -59,8 +59,19 @@ def test_a_hung_group_times_out_on_each_attempt_and_fails_while_the_others_are_d
 
     began = time.monotonic()
     work = run_cli(
-        "work", workspace, "--processor", processor, "--group-timeout", "1", "--max-attempts", str(max_attempts),
-        "--time-limit", str(TIME_LIMIT), "--worker-id", "gt-worker", "--json",
+        "work",
+        workspace,
+        "--processor",
+        processor,
+        "--group-timeout",
+        "1",
+        "--max-attempts",
+        str(max_attempts),
+        "--time-limit",
+        str(TIME_LIMIT),
+        "--worker-id",
+        "gt-worker",
+        "--json",
     )
     elapsed = time.monotonic() - began
 

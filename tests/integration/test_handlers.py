@@ -12,17 +12,13 @@ from pathlib import Path
 
 import boto3
 import pytest
-
-from s3wq.handlers import populate, status, worker
-from s3wq.handlers.runtime import reset_runtime
 from helpers.lambda_context import LambdaContext
-from s3wq.store import layout
-from s3wq.protocol.bodies import RELEASED, LockBody
+from support import run_cli
+
 from s3wq.config import (
     ENV_AUTO_START,
     ENV_GROUP_SIZE,
     ENV_GROUP_TIMEOUT,
-    ENV_INPUT_LOCATIONS,
     ENV_LEASE,
     ENV_MAX_ATTEMPTS,
     ENV_PROCESSOR,
@@ -30,14 +26,15 @@ from s3wq.config import (
     ENV_WORKERS,
     ENV_WORKSPACE,
 )
-from s3wq.errors import BadInput, BucketNotFound, ConfigError, S3wqError, StorageError
-from s3wq.index import WorkIndex
-from s3wq.protocol.claims import ClaimProtocol
 from s3wq.dev.samples import sample_text
+from s3wq.errors import BadInput, BucketNotFound, ConfigError, S3wqError, StorageError
+from s3wq.handlers import populate, status, worker
+from s3wq.index import WorkIndex
+from s3wq.protocol.bodies import RELEASED, LockBody
+from s3wq.protocol.claims import ClaimProtocol
+from s3wq.store import layout
 
-from .conftest import HELPERS_DIR
 from .workers import recorded_calls
-from support import run_cli
 
 # Powertools warns when an invocation adds no metric (an ignored event, say); that is expected here.
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -46,7 +43,6 @@ EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
 EVENT_BUCKET = "s3wq-test-bucket"
 MANIFEST_KEY = "ws/manifests/batch 1, scans.txt"  # what the sample event's URL-encoded key decodes to
 REPORT_KEYS = {"worker_id", "processed", "failed", "conflicts", "reclaimed", "stopped_reason"}
-ALL_ENV = [ENV_WORKSPACE, ENV_INPUT_LOCATIONS, ENV_LEASE, ENV_MAX_ATTEMPTS, ENV_GROUP_SIZE, ENV_PROCESSOR, ENV_STATE_MACHINE_ARN, ENV_AUTO_START, ENV_WORKERS]
 
 
 def load_event(name: str, bucket: str) -> dict:
@@ -59,24 +55,6 @@ def manifest_event(bucket: str, event_key: str | None = None) -> dict:
     if event_key is not None:
         event["Records"][0]["s3"]["object"]["key"] = event_key
     return event
-
-
-@pytest.fixture
-def lambda_env(monkeypatch, s3_server, bucket, helper_env):
-    """Configure the handlers like the stack does; each call of the returned function is a fresh cold start."""
-    monkeypatch.syspath_prepend(str(HELPERS_DIR))  # processors named module:function live there
-    for name in ALL_ENV:
-        monkeypatch.delenv(name, raising=False)
-
-    def configure(**variables: str) -> None:
-        # The input locations the stack writes for a bucket it created: the whole of it.
-        for name, value in {ENV_WORKSPACE: f"s3://{bucket}/ws", ENV_INPUT_LOCATIONS: f"s3://{bucket}", **variables}.items():
-            monkeypatch.setenv(name, str(value))
-        reset_runtime()
-
-    configure()
-    yield configure
-    reset_runtime()
 
 
 @pytest.fixture
@@ -146,7 +124,12 @@ def test_populate_indexes_the_manifest_named_by_an_s3_event_and_starts_one_execu
     [bad_line] = entry.pop("bad_lines")
     assert entry.pop("bad_lines_recorded_in").startswith(f"s3://{bucket}/ws/manifest_errors/")
     assert entry == {
-        "manifest": manifest_uri, "added_paths": 3, "added_groups": 2, "already_indexed": 0, "bad_line_count": 1, "execution_started": True
+        "manifest": manifest_uri,
+        "added_paths": 3,
+        "added_groups": 2,
+        "already_indexed": 0,
+        "bad_line_count": 1,
+        "execution_started": True,
     }
     assert (bad_line["manifest"], bad_line["line"]) == (manifest_uri, 6)
     assert "ftp" in bad_line["reason"]
@@ -360,7 +343,9 @@ def test_a_worker_drains_the_queue_with_the_text_processor(lambda_env, s3_client
         assert [(r["source"], r["text"]) for r in records] == [(p, docs[p]) for p in group.paths]
 
 
-def test_a_processor_that_raises_fails_its_group_and_the_invocation_still_returns(lambda_env, s3_client, bucket, s3_backend, monkeypatch, record_dir):
+def test_a_processor_that_raises_fails_its_group_and_the_invocation_still_returns(
+    lambda_env, s3_client, bucket, s3_backend, monkeypatch, record_dir
+):
     lambda_env(**{ENV_PROCESSOR: "poison_processor:process", ENV_MAX_ATTEMPTS: 2})
     docs = put_text_inputs(s3_client, bucket, 6)
     WorkIndex(s3_backend).populate(list(docs), group_size=2)
@@ -371,7 +356,7 @@ def test_a_processor_that_raises_fails_its_group_and_the_invocation_still_return
     report = worker.handler({"worker_index": 0, "workers": 1}, LambdaContext(60))
 
     assert (report["processed"], report["failed"], report["stopped_reason"]) == (2, 1, "queue_empty")
-    assert recorded_calls(record_dir) == {**{h: 1 for h in hashes - {poison}}, poison: 2}
+    assert recorded_calls(record_dir) == {**dict.fromkeys(hashes - {poison}, 1), poison: 2}
     failed_flag = json.loads(s3_backend.read(layout.failed_key(poison)).body)
     assert failed_flag["attempts"] == 2
     assert "RuntimeError: poisoned input" in failed_flag["error"]
@@ -472,7 +457,18 @@ def test_status_counts_each_state_of_the_queue(lambda_env, bucket, s3_backend):
 
     # The live lock's 900 s lease, in whole seconds, past S3's clock resolution.
     assert 895 <= result.pop("wait_seconds") <= 904
-    assert result == {"groups": 5, "paths": 9, "done": 1, "failed": 1, "locked": 1, "claimed_ahead": 0, "pending": 2, "remaining": 3, "finished": 2, "released": 0}
+    assert result == {
+        "groups": 5,
+        "paths": 9,
+        "done": 1,
+        "failed": 1,
+        "locked": 1,
+        "claimed_ahead": 0,
+        "pending": 2,
+        "remaining": 3,
+        "finished": 2,
+        "released": 0,
+    }
 
 
 def test_status_of_an_empty_workspace_is_all_zero(lambda_env):

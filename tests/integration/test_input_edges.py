@@ -14,15 +14,14 @@ import uuid
 from pathlib import Path
 
 import pytest
+from helpers.lambda_context import LambdaContext
+from support import run_cli
 
+from s3wq.config import ENV_AUTO_START, ENV_CHECK_INPUTS, ENV_INPUT_LOCATIONS, ENV_STATE_MACHINE_ARN, ENV_WORKSPACE
 from s3wq.handlers import populate
 from s3wq.handlers.runtime import reset_runtime
-from helpers.lambda_context import LambdaContext
-from s3wq.store import layout
-from s3wq.store import open_backend
-from s3wq.config import ENV_AUTO_START, ENV_CHECK_INPUTS, ENV_INPUT_LOCATIONS, ENV_STATE_MACHINE_ARN, ENV_WORKSPACE
 from s3wq.index import Group, WorkIndex, encode_groups
-from support import run_cli
+from s3wq.store import layout, open_backend
 
 EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
 SECRET = b"the other bucket's secret: 51c0e7d2\n"

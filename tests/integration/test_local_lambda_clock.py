@@ -18,11 +18,15 @@ TESTS_DIR = REPO / "tests"
 
 
 def _runner(tmp_path: Path) -> LambdaRunner:
-    return LambdaRunner(endpoint="http://127.0.0.1:9", lambdas_dir=REPO / "lambdas", log_dir=tmp_path / "logs", extra_pythonpath=(str(TESTS_DIR),))
+    return LambdaRunner(
+        endpoint="http://127.0.0.1:9", lambdas_dir=REPO / "lambdas", log_dir=tmp_path / "logs", extra_pythonpath=(str(TESTS_DIR),)
+    )
 
 
 def _invocation(handler: str, timeout: float, **environment: str) -> Invocation:
-    return Invocation(function_name="clock", handler=f"helpers.slow_init_handler.{handler}", timeout=timeout, memory_mb=128, environment=environment)
+    return Invocation(
+        function_name="clock", handler=f"helpers.slow_init_handler.{handler}", timeout=timeout, memory_mb=128, environment=environment
+    )
 
 
 def test_a_slow_init_does_not_eat_into_the_invocations_time(tmp_path):

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from support import run_cli
 
 SUGGESTED = "did you mean s3://my-bucket/ws?"

@@ -20,11 +20,12 @@ import sys
 import time
 
 from support import run_cli
+
 from s3wq import WorkIndex, open_backend
-from s3wq.store import layout
+from s3wq.ops.status import queue_status
 from s3wq.protocol.bodies import FINISHED, INTERRUPTED, RELEASED, LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol
-from s3wq.ops.status import queue_status
+from s3wq.store import layout
 
 from .workers import WORKER_TIMEOUT_SECONDS
 

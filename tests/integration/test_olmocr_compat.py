@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from s3wq import WorkIndex, Worker, WorkerSettings, queue_status
+from s3wq import Worker, WorkerSettings, WorkIndex, queue_status
 from s3wq import index as index_module
-from s3wq.store import S3Backend
 from s3wq.protocol.claims import Claim, ClaimProtocol
+from s3wq.store import S3Backend
 
 # A lock is fresh for far longer than the worker may run, so it stays held.
 SETTINGS = WorkerSettings(time_limit=60, lease=600)

@@ -19,18 +19,29 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
-
 from support import run_cli
+
 from s3wq import WorkIndex
-from s3wq.store import layout
-from s3wq.store import S3Backend
 from s3wq.index import Group
 from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import ClaimProtocol
+from s3wq.store import S3Backend, layout
 
 from .conftest import HELPERS_DIR
 
-STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "claimed_ahead", "pending", "remaining", "finished", "released", "wait_seconds"}
+STATUS_KEYS = {
+    "groups",
+    "paths",
+    "done",
+    "failed",
+    "locked",
+    "claimed_ahead",
+    "pending",
+    "remaining",
+    "finished",
+    "released",
+    "wait_seconds",
+}
 # What a poll of status --watch --json adds to the counts: the manifests the deployed populate rejected lines of.
 WATCH_KEYS = STATUS_KEYS | {"manifests_with_bad_lines", "manifest_errors"}
 FAILING_PROCESSOR = "operator_processors:fails_on_broken"
@@ -311,7 +322,14 @@ def test_inspect_a_pending_group_shows_no_lock_no_flags_no_result(s3_workspace, 
     human = run_cli("inspect", s3_workspace, pending.hash)
 
     assert doc == {
-        "hash": pending.hash, "state": "pending", "paths": list(pending.paths), "lock": None, "done": None, "failed": None, "input_errors": None, "result": None
+        "hash": pending.hash,
+        "state": "pending",
+        "paths": list(pending.paths),
+        "lock": None,
+        "done": None,
+        "failed": None,
+        "input_errors": None,
+        "result": None,
     }
     assert human.returncode == 0, human.stderr
     paths = [f"  {p}" for p in pending.paths]
@@ -368,8 +386,32 @@ def test_status_watch_json_prints_a_line_per_poll_until_a_running_worker_drains_
     assert len(polls) >= 2
     assert all(set(p) == WATCH_KEYS and p["groups"] == GROUPS for p in polls)
     no_problems = {"claimed_ahead": 0, "manifests_with_bad_lines": 0, "manifest_errors": []}
-    assert polls[0] == {"groups": GROUPS, "paths": GROUPS, "done": 0, "failed": 0, "locked": 0, "pending": GROUPS, "remaining": GROUPS, "finished": 0, "released": 0, "wait_seconds": 0, **no_problems}
-    assert polls[-1] == {"groups": GROUPS, "paths": GROUPS, "done": GROUPS, "failed": 0, "locked": 0, "pending": 0, "remaining": 0, "finished": GROUPS + 0, "released": 0, "wait_seconds": 0, **no_problems}
+    assert polls[0] == {
+        "groups": GROUPS,
+        "paths": GROUPS,
+        "done": 0,
+        "failed": 0,
+        "locked": 0,
+        "pending": GROUPS,
+        "remaining": GROUPS,
+        "finished": 0,
+        "released": 0,
+        "wait_seconds": 0,
+        **no_problems,
+    }
+    assert polls[-1] == {
+        "groups": GROUPS,
+        "paths": GROUPS,
+        "done": GROUPS,
+        "failed": 0,
+        "locked": 0,
+        "pending": 0,
+        "remaining": 0,
+        "finished": GROUPS + 0,
+        "released": 0,
+        "wait_seconds": 0,
+        **no_problems,
+    }
     # Only the last poll found the queue drained: the watch ended there.
     assert all(p["remaining"] > 0 for p in polls[:-1])
     assert [p["done"] for p in polls] == sorted(p["done"] for p in polls)
@@ -392,7 +434,20 @@ def test_status_watch_without_a_terminal_prints_plain_lines_ending_with_the_coun
     assert ANSI_ESCAPE not in result.stdout
     lines = result.stdout.splitlines()
     assert re.fullmatch(r"\s*\d+\.\ds  done 3/5  failed 2  locked 0  pending 0  .*", lines[0]), lines
-    assert lines[-1] == counts_line({"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "released": 0, "wait_seconds": 0})
+    assert lines[-1] == counts_line(
+        {
+            "groups": 5,
+            "paths": 10,
+            "done": 3,
+            "failed": 2,
+            "locked": 0,
+            "pending": 0,
+            "remaining": 0,
+            "finished": 5,
+            "released": 0,
+            "wait_seconds": 0,
+        }
+    )
 
 
 def run_in_terminal(*args: str, timeout: float = 60) -> tuple[int, str]:
@@ -430,7 +485,18 @@ def test_status_watch_in_a_terminal_draws_a_progress_bar_then_the_counts(finishe
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output)
     assert re.search(r"\b5/5\b", plain) and "failed 2" in plain, plain
     assert plain.rstrip().splitlines()[-1].strip() == counts_line(
-        {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "pending": 0, "remaining": 0, "finished": 5, "released": 0, "wait_seconds": 0}
+        {
+            "groups": 5,
+            "paths": 10,
+            "done": 3,
+            "failed": 2,
+            "locked": 0,
+            "pending": 0,
+            "remaining": 0,
+            "finished": 5,
+            "released": 0,
+            "wait_seconds": 0,
+        }
     )
 
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-
 import json
 
 from support import run_cli
-from s3wq import WorkerSettings, WorkIndex, Worker
-from s3wq.store import layout
+
+from s3wq import Worker, WorkerSettings, WorkIndex
 from s3wq.index import Group
 from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol
+from s3wq.store import layout
 
 from .workers import recorded_calls
 
@@ -29,7 +29,9 @@ def status(workspace: str) -> dict:
     return doc
 
 
-def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(workspace, backend, helper_env, record_dir, tmp_path, monkeypatch):
+def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(
+    workspace, backend, helper_env, record_dir, tmp_path, monkeypatch
+):
     groups = [PATHS[i : i + GROUP_SIZE] for i in range(0, len(PATHS), GROUP_SIZE)]
     hashes = {layout.group_hash(g) for g in groups}
     poison = layout.group_hash(groups[2])
@@ -55,8 +57,20 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(wo
     # The failed group keeps its lock, marked failed, so no peer starts it over.
     assert list(backend.list_keys("worker_locks/")) == [layout.lock_key(poison)]
     assert LockBody.decode(backend.read(layout.lock_key(poison)).body).state == "failed"
-    assert recorded_calls(record_dir) == {**{h: 1 for h in hashes - {poison}}, poison: MAX_ATTEMPTS}
-    assert status(workspace) == {"groups": 6, "paths": 12, "done": 5, "failed": 1, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 6, "released": 0, "wait_seconds": 0}
+    assert recorded_calls(record_dir) == {**dict.fromkeys(hashes - {poison}, 1), poison: MAX_ATTEMPTS}
+    assert status(workspace) == {
+        "groups": 6,
+        "paths": 12,
+        "done": 5,
+        "failed": 1,
+        "locked": 0,
+        "claimed_ahead": 0,
+        "pending": 0,
+        "remaining": 0,
+        "finished": 6,
+        "released": 0,
+        "wait_seconds": 0,
+    }
 
     requeued = run_cli("requeue-failed", workspace, "--json")
 
@@ -67,7 +81,19 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(wo
     lock = LockBody.decode(backend.read(layout.lock_key(poison)).body)
     assert (lock.state, lock.outcome, lock.next_attempt) == ("released", "requeued", 1)
     assert list(backend.list_keys("done_flags/")) == sorted(f"done_flags/done_{h}.flag" for h in hashes - {poison})
-    assert status(workspace) == {"groups": 6, "paths": 12, "done": 5, "failed": 0, "locked": 0, "claimed_ahead": 0, "pending": 1, "remaining": 1, "finished": 5, "released": 1, "wait_seconds": 0}
+    assert status(workspace) == {
+        "groups": 6,
+        "paths": 12,
+        "done": 5,
+        "failed": 0,
+        "locked": 0,
+        "claimed_ahead": 0,
+        "pending": 1,
+        "remaining": 1,
+        "finished": 5,
+        "released": 1,
+        "wait_seconds": 0,
+    }
 
     # Once its input is fixed, the requeued group is worked again and completes.
     rerun = run_cli("work", workspace, "--worker-id", "w1", "--json", "--processor", "recording_processor:record")
@@ -75,7 +101,19 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(wo
     assert rerun.returncode == 0, rerun.stderr
     assert list(backend.list_keys("done_flags/")) == sorted(f"done_flags/done_{h}.flag" for h in hashes)
     assert recorded_calls(record_dir)[poison] == MAX_ATTEMPTS + 1
-    assert status(workspace) == {"groups": 6, "paths": 12, "done": 6, "failed": 0, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 6, "released": 0, "wait_seconds": 0}
+    assert status(workspace) == {
+        "groups": 6,
+        "paths": 12,
+        "done": 6,
+        "failed": 0,
+        "locked": 0,
+        "claimed_ahead": 0,
+        "pending": 0,
+        "remaining": 0,
+        "finished": 6,
+        "released": 0,
+        "wait_seconds": 0,
+    }
 
 
 class AfterFirstLock:
@@ -111,7 +149,9 @@ def test_a_worker_leaves_alone_a_group_a_peer_failed_after_it_loaded_the_index(b
             assert peer.finalize_failed(failed_claim, Group(other, ()), "RuntimeError: failed at a peer")
 
     watched = AfterFirstLock(backend, peers_fail_everything_else)
-    report = Worker(watched, lambda group, ctx: processed.append(group.hash), WorkerSettings(time_limit=60, max_attempts=MAX_ATTEMPTS), worker_id="late").run()
+    report = Worker(
+        watched, lambda group, ctx: processed.append(group.hash), WorkerSettings(time_limit=60, max_attempts=MAX_ATTEMPTS), worker_id="late"
+    ).run()
 
     assert processed == processed[:1]
     assert report.processed == 1 and report.failed == 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import Counter
 
 from s3wq import WorkIndex
-
 from s3wq.store import layout
 
 from . import racing

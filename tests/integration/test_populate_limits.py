@@ -1,4 +1,3 @@
-# ruff: noqa: F811
 """The deployed populate against hostile manifests: it stops with a recorded reason, in bounded time and memory.
 
 A manifest of a few KB can decompress to gigabytes, or to millions of bad
@@ -19,16 +18,17 @@ import textwrap
 
 import pytest
 import zstandard
+from helpers.lambda_context import LambdaContext
+
+from s3wq.config import ENV_AUTO_START, ENV_GROUP_SIZE
 from s3wq.handlers import populate
 from s3wq.handlers.runtime import runtime
-from helpers.lambda_context import LambdaContext
-from s3wq.config import ENV_AUTO_START, ENV_GROUP_SIZE
 from s3wq.ops.sources import DEPLOYED_MAX_MANIFEST_BYTES, MAX_BAD_LINES_KEPT
 
 from .conftest import HELPERS_DIR
 
 # lambda_env is test_handlers' fixture (imported, so the tests' parameters redefine it: F811).
-from .test_handlers import indexed_paths, lambda_env, manifest_event, objects  # noqa: F401
+from .test_handlers import indexed_paths, manifest_event, objects
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

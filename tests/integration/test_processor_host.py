@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from s3wq.protocol import clock
 from s3wq.host.sandbox import ProcessorHost, Raised, Returned
+from s3wq.protocol import clock
 
 from .conftest import HELPERS_DIR
 
@@ -56,7 +56,9 @@ def pids(pid_file: Path) -> list[int]:
 
 def run_to_end(host: ProcessorHost, *, lease_seconds: float = 60.0, timeout: float = 20.0) -> Returned | Raised:
     host.start()
-    host.run(HASH, ["s3://in/a"], worker_id="w", attempt=1, owner="w:1", deadline_epoch=time.time() + 60, held_until=clock.now() + lease_seconds)
+    host.run(
+        HASH, ["s3://in/a"], worker_id="w", attempt=1, owner="w:1", deadline_epoch=time.time() + 60, held_until=clock.now() + lease_seconds
+    )
     give_up = time.monotonic() + timeout
     while (end := host.wait(0.2)) is None:
         assert time.monotonic() < give_up, "the host never said how the run ended"

@@ -13,12 +13,12 @@ import time
 from dataclasses import dataclass
 
 import pytest
-
 from support import run_cli
+
 from s3wq import WorkIndex
-from s3wq.store import layout
 from s3wq.protocol.bodies import OPERATOR, RELEASED, LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol
+from s3wq.store import layout
 
 LEASE = 300.0
 BOX = "gpu-box-3"

@@ -24,24 +24,21 @@ import json
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pytest
+from support import assert_no_lock_left
 
-from s3wq import WorkerSettings, WorkIndex, Worker
-
-from s3wq.protocol import clock
-
-from s3wq.store import layout
-from s3wq.store import S3Backend
-from s3wq.protocol.bodies import ERROR, FAILED, HELD, LOST, RELEASED, REQUEUED, LockBody
-from s3wq.protocol.claims import Claim, ClaimProtocol
+from s3wq import Worker, WorkerSettings, WorkIndex
 from s3wq.index import Group
 from s3wq.ops.operations import RequeueResult, requeue_failed
 from s3wq.ops.status import queue_status
-
-from support import assert_no_lock_left
+from s3wq.protocol import clock
+from s3wq.protocol.bodies import ERROR, FAILED, HELD, LOST, RELEASED, REQUEUED, LockBody
+from s3wq.protocol.claims import Claim, ClaimProtocol
+from s3wq.store import S3Backend, layout
 
 PATH = "s3://inputs/reports/report-00.pdf"
 MAX_ATTEMPTS = 3
@@ -360,9 +357,13 @@ def settled_state(backend: S3Backend, group: Group, scenario: Scenario, context:
     requeued = not flagged and (lock.state, lock.outcome, lock.attempt, lock.next_attempt) == (RELEASED, REQUEUED, 1, 1)
     assert failed != requeued, f"neither failed nor requeued: flag={flagged}, lock={lock}; {context}"
     if failed:
-        assert (lock.attempt, lock.outcome, lock.counted, lock.error) == (scenario.w_attempt, scenario.outcome, True, scenario.error), context
+        assert (lock.attempt, lock.outcome, lock.counted, lock.error) == (scenario.w_attempt, scenario.outcome, True, scenario.error), (
+            context
+        )
         flag = json.loads(backend.read(layout.failed_key(group.hash)).body)
-        assert (flag["hash"], flag["attempts"], flag["kind"], flag["error"]) == (group.hash, MAX_ATTEMPTS, ERROR, ERROR_TEXT), f"{flag}; {context}"
+        assert (flag["hash"], flag["attempts"], flag["kind"], flag["error"]) == (group.hash, MAX_ATTEMPTS, ERROR, ERROR_TEXT), (
+            f"{flag}; {context}"
+        )
         assert (status["failed"], status["locked"], status["pending"], status["done"]) == (1, 0, 0, 0), f"{status}; {context}"
         return Outcome("failed", lock, status)
     assert lock.counted is False and lock.worker_id == "requeue-failed", context
@@ -440,7 +441,9 @@ def run_interleaving(s3_client, bucket: str, scenario: Scenario, number: int, ch
 
     # A requeue that finds W still holding the lock leaves the group alone.
     r_writes = [t for t in scheduler.trace if t.actor == R and t.op in ("create", "replace", "delete", "write")]
-    held_reads = [t for t in requeue_lock_reads(scheduler.trace, group.hash) if t.error is None and LockBody.decode(t.result.body).state == HELD]
+    held_reads = [
+        t for t in requeue_lock_reads(scheduler.trace, group.hash) if t.error is None and LockBody.decode(t.result.body).state == HELD
+    ]
     if held_reads:
         assert result.skipped_live == [group.hash] and result.requeued == [], f"R read W's live lock but reported {result}; {context}"
         assert r_writes == [], f"R read W's live lock, yet wrote: {[t.describe() for t in r_writes]}; {context}"
@@ -451,7 +454,11 @@ def run_interleaving(s3_client, bucket: str, scenario: Scenario, number: int, ch
     w_last = max(i for i, t in enumerate(scheduler.trace) if t.actor == W)
     assert all(scheduler.trace.index(t) > w_last for t in r_writes), context
     r_saw_failed_lock = any(
-        t.actor == R and t.op == "read" and t.key == layout.lock_key(group.hash) and t.error is None and LockBody.decode(t.result.body).state == FAILED
+        t.actor == R
+        and t.op == "read"
+        and t.key == layout.lock_key(group.hash)
+        and t.error is None
+        and LockBody.decode(t.result.body).state == FAILED
         for t in scheduler.trace
     )
 
@@ -491,7 +498,7 @@ def explore(run: Callable[[int, Sequence[str]], Interleaving]) -> list[Interleav
         assert chosen[: len(prefix)] == list(prefix), f"replay of {prefix} made choices {chosen}"
         for point in range(len(done.decisions) - 1, len(prefix) - 1, -1):
             enabled, taken = done.decisions[point]
-            stack.extend(tuple(chosen[:point]) + (other,) for other in enabled if other != taken)
+            stack.extend((*tuple(chosen[:point]), other) for other in enabled if other != taken)
         runs.append(done)
     return runs
 

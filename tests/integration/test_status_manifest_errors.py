@@ -15,13 +15,13 @@ import threading
 import time
 
 import pytest
-
-from s3wq.handlers import populate
 from helpers.lambda_context import LambdaContext
-from s3wq.config import ENV_AUTO_START, ENV_GROUP_SIZE
 from support import run_cli
 
-from .test_handlers import lambda_env, manifest_event, objects, put_manifest  # noqa: F401 (lambda_env is a fixture)
+from s3wq.config import ENV_AUTO_START, ENV_GROUP_SIZE
+from s3wq.handlers import populate
+
+from .test_handlers import manifest_event, objects, put_manifest
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

@@ -11,15 +11,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from support import recount_status
-from s3wq.store import layout
-from s3wq.store import S3Backend, counting_requests, request_counts
-from s3wq.store import s3 as s3_module
-from s3wq.protocol.bodies import FAILED, RELEASED, LockBody
+
 from s3wq.index import Group, WorkIndex, encode_groups, make_groups
 from s3wq.ops.operations import failed_groups, list_failures
 from s3wq.ops.status import index_counts, listed_hashes, partition_digits, queue_status
+from s3wq.protocol.bodies import FAILED, RELEASED, LockBody
+from s3wq.store import S3Backend, counting_requests, layout, request_counts
+from s3wq.store import s3 as s3_module
 
 GROUPS = 300
 LEASE = 600.0
@@ -74,7 +73,7 @@ def counted_workspace(s3_client, bucket) -> tuple[S3Backend, list[Group]]:
 
 
 def test_status_on_s3_equals_a_recount_with_every_partitioning(counted_workspace):
-    backend, groups = counted_workspace
+    backend, _groups = counted_workspace
     recounted_at = time.monotonic()
     expected, failed = recount_status(backend)
     assert partition_digits(expected["groups"]) == 0
@@ -122,7 +121,7 @@ def test_status_on_s3_costs_the_index_count_three_lists_a_partition_and_a_read_p
 def test_list_keys_on_s3_pages_through_more_than_a_page_and_returns_every_name_as_written(s3_backend, monkeypatch, lean):
     odd = ["odd/a b.txt", "odd/plus+sign", "odd/100%", "odd/&amp;<x>", "odd/é ü", "odd/~tilde", "odd/%2F"]
     plain = [f"odd/k{n:04d}" for n in range(1005)]
-    write_all(s3_backend, {key: b"" for key in odd + plain})
+    write_all(s3_backend, dict.fromkeys(odd + plain, b""))
     pages_read_lean = []
     keys_and_rest = s3_module._keys_and_rest
 

@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 # Generous: eight workers, moto_server and pytest share two cores.
 WORKER_TIMEOUT_SECONDS = 150
@@ -31,7 +31,19 @@ def run_workers(
     procs = []
     try:
         for i in range(count):
-            command = [sys.executable, "-m", "s3wq", "work", workspace, "--worker-id", f"w{i}", "--json", "--processor", processor, *extra_args]
+            command = [
+                sys.executable,
+                "-m",
+                "s3wq",
+                "work",
+                workspace,
+                "--worker-id",
+                f"w{i}",
+                "--json",
+                "--processor",
+                processor,
+                *extra_args,
+            ]
             with open(log_dir / f"w{i}.out", "wb") as out, open(log_dir / f"w{i}.err", "wb") as err:
                 procs.append(subprocess.Popen(command, env=dict(env), stdout=out, stderr=err))
         codes = [p.wait(timeout=WORKER_TIMEOUT_SECONDS) for p in procs]
@@ -42,7 +54,9 @@ def run_workers(
                 p.wait()
     reports = [json.loads(out.read_text()) if (out := log_dir / f"w{i}.out").stat().st_size else {} for i in range(count)]
     # A worker exits 1 when it recorded failed groups, and 0 otherwise.
-    failures = {f"w{i}": (log_dir / f"w{i}.err").read_text() for i, code in enumerate(codes) if code != (1 if reports[i].get("failed") else 0)}
+    failures = {
+        f"w{i}": (log_dir / f"w{i}.err").read_text() for i, code in enumerate(codes) if code != (1 if reports[i].get("failed") else 0)
+    }
     assert not failures, f"workers exited with the wrong code: {failures}"
     return reports
 

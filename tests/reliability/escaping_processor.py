@@ -59,13 +59,16 @@ def write(kind):
         f.write(str(time.time_ns()))
     os.replace(temporary, f"{base}.{kind}")
 """
-_HELPER = r"""
+_HELPER = (
+    r"""
 import signal, sys
 base, seconds, hardy, pid_dir = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
 if hardy:
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, signal.SIG_IGN)
-""" + ALIVE_PRELUDE + r"""
+"""
+    + ALIVE_PRELUDE
+    + r"""
 write("start")
 until = time.monotonic() + seconds
 while time.monotonic() < until:
@@ -73,6 +76,7 @@ while time.monotonic() < until:
     time.sleep(0.02)
 write("end")
 """
+)
 
 if os.environ.get(HOST_DIR_ENV):
     Path(os.environ[HOST_DIR_ENV], str(os.getpid())).touch()

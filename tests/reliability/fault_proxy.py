@@ -29,9 +29,10 @@ import struct
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from typing import Self
 from urllib.parse import unquote, urlsplit
 
 BEFORE_FORWARDING = ("500", "503", "reset")
@@ -127,9 +128,9 @@ class _Discard:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as botocore's pool expects
-    server: "_Server"
+    server: _Server
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args) -> None:
         pass
 
     def _body(self) -> bytes:
@@ -180,10 +181,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_error(self, fault: str) -> None:
         status, reason, code, message = _ERRORS[fault]
-        body = b"" if self.command == "HEAD" else (
-            f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
-            f"<RequestId>s3wq-fault-proxy</RequestId></Error>"
-        ).encode("utf-8")
+        body = (
+            b""
+            if self.command == "HEAD"
+            else (
+                f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
+                f"<RequestId>s3wq-fault-proxy</RequestId></Error>"
+            ).encode()
+        )
         self.send_response_only(status, reason)
         self.send_header("Content-Type", "application/xml")
         self.send_header("Content-Length", str(len(body)))
@@ -283,7 +288,7 @@ class FaultProxy:
     def slow_seconds(self, seconds: float) -> None:
         self._server.slow_seconds = seconds
 
-    def start(self) -> "FaultProxy":
+    def start(self) -> FaultProxy:
         self._thread.start()
         return self
 
@@ -292,7 +297,7 @@ class FaultProxy:
         self._server.server_close()
         self._thread.join(timeout=10)
 
-    def __enter__(self) -> "FaultProxy":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -20,9 +20,10 @@ import os
 import random
 import time
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .marking_processor import read_calls
 
@@ -145,7 +146,11 @@ class Fleet:
         for worker_id, calls in calls_by_worker.items():
             member = doomed[worker_id]
             running = calls[-1]
-            if len(calls) >= member.kill_on_call and running.outcome is None and now_ns - running.start_ns >= member.kill_after_seconds * 1e9:
+            if (
+                len(calls) >= member.kill_on_call
+                and running.outcome is None
+                and now_ns - running.start_ns >= member.kill_after_seconds * 1e9
+            ):
                 member.process.kill()  # SIGKILL: no handler, no cleanup, like a Lambda killed at its timeout
                 member.process.join()
                 member.killed_ns = time.time_ns()

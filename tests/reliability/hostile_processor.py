@@ -30,10 +30,13 @@ from pathlib import Path
 from .escaping_processor import ALIVE_PRELUDE, HELPER_SECONDS, PID_DIR_ENV, _first_call, _helper_command, _Run
 
 # A fork chain in a bare interpreter: one pid file, locked through every generation (the lock goes with the open file).
-_CHAIN = r"""
+_CHAIN = (
+    r"""
 import sys
 base, seconds, pid_dir = sys.argv[1], float(sys.argv[2]), sys.argv[3]
-""" + ALIVE_PRELUDE + r"""
+"""
+    + ALIVE_PRELUDE
+    + r"""
 write("start")
 until, last = time.monotonic() + seconds, 0.0
 while time.monotonic() < until:
@@ -44,6 +47,7 @@ while time.monotonic() < until:
         os._exit(0)
 write("end")
 """
+)
 CHAIN_BINARY_ENV = "S3WQ_TEST_CHAIN_BINARY"  # fork_chain.c, built: the chain to run instead of the Python one
 _CHAINS = 8  # a run's chains
 # How often a runner's thread starts another child, and how long each child lives.

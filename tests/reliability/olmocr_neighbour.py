@@ -22,7 +22,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from s3wq import WorkIndex, open_backend
-
 from s3wq.store import layout
 
 from .heartbeat_processor import process

@@ -46,7 +46,9 @@ def peak_mb():
     return _status_mb("VmHWM")
 """
 
-READ_MANIFEST = MEASURE + """
+READ_MANIFEST = (
+    MEASURE
+    + """
 import json, sys
 from s3wq.store import make_s3_client
 from s3wq.ops.sources import iter_manifest
@@ -56,8 +58,11 @@ baseline = start_measuring()
 lines = sum(1 for _ in iter_manifest(sys.argv[1], lambda: client))
 print(json.dumps({"lines": lines, "baseline_mb": baseline, "peak_mb": peak_mb()}))
 """
+)
 
-POPULATE = MEASURE + """
+POPULATE = (
+    MEASURE
+    + """
 import json, sys, time
 import s3wq.cli
 
@@ -67,6 +72,7 @@ code = s3wq.cli.main(sys.argv[1:])
 figures = {"exit": code, "baseline_mb": baseline, "peak_mb": peak_mb(), "seconds": round(time.monotonic() - started, 1)}
 print(json.dumps(figures), file=sys.stderr)
 """
+)
 
 
 def write_manifest(path: Path, size: int, compressed: Path | None = None) -> int:
@@ -75,7 +81,9 @@ def write_manifest(path: Path, size: int, compressed: Path | None = None) -> int
     with open(path, "wb") as plain, open(compressed or os.devnull, "wb") as raw:
         zstd = zstandard.ZstdCompressor().stream_writer(raw) if compressed else None
         while written < size:
-            chunk = "".join(f"s3://input-bucket/scans/batch-{n // 1000:05d}/page-{n:09d}.pdf\n" for n in range(lines, lines + 10000)).encode()
+            chunk = "".join(
+                f"s3://input-bucket/scans/batch-{n // 1000:05d}/page-{n:09d}.pdf\n" for n in range(lines, lines + 10000)
+            ).encode()
             plain.write(chunk)
             if zstd:
                 zstd.write(chunk)

@@ -21,10 +21,9 @@ import time
 from pathlib import Path
 
 from s3wq import WorkIndex
-
-from s3wq.store import layout
-from s3wq.protocol.bodies import LockBody
 from s3wq.errors import ObjectNotFound
+from s3wq.protocol.bodies import LockBody
+from s3wq.store import layout
 
 from .gated_processor import GATE_FILE_ENV
 from .heartbeat_processor import SECONDS_ENV, overlap_seconds, read_runs

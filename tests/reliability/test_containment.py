@@ -20,14 +20,15 @@ import time
 from pathlib import Path
 
 import pytest
+
 from s3wq import Worker, WorkerSettings, WorkIndex
-from s3wq.protocol import clock
-from s3wq.store import layout
 from s3wq.host import sandbox
-from s3wq.protocol.bodies import HELD, LockBody
 from s3wq.host.runners import HostRunner
 from s3wq.host.sandbox import ProcessorHost
 from s3wq.host.stopping import GracefulStop
+from s3wq.protocol import clock
+from s3wq.protocol.bodies import HELD, LockBody
+from s3wq.store import layout
 
 from .escaping_processor import FROZEN, HOST_DIR_ENV, PID_DIR_ENV, RETURNING, DeathWatch, helpers, holder_overlap_seconds
 from .heartbeat_processor import SECONDS_ENV, read_runs

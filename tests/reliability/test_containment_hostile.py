@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 import pytest
-from s3wq.protocol import clock
+
 from s3wq.host.sandbox import ProcessorHost, Returned
+from s3wq.protocol import clock
 
 from . import test_containment
 from .escaping_processor import PID_DIR_ENV, helpers

@@ -10,14 +10,14 @@ stale, by S3's clock, and the takeover counts the lost attempt.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections import defaultdict
 
 from s3wq import WorkIndex
-
-from s3wq.store import layout
 from s3wq.protocol.bodies import LockBody
+from s3wq.store import layout
 
 from .bucket_state import listed
 from .fleet import Fleet
@@ -32,7 +32,9 @@ SEED = 20261129
 MAX_ATTEMPTS = 10
 
 
-def test_workers_killed_mid_group_lose_nothing_and_no_two_live_workers_overlap(s3_client, bucket, s3_workspace, s3_backend, child_env, mark_dir, tmp_path):
+def test_workers_killed_mid_group_lose_nothing_and_no_two_live_workers_overlap(
+    s3_client, bucket, s3_workspace, s3_backend, child_env, mark_dir, tmp_path
+):
     groups = 100 * scale()
     paths = [f"s3://inputs/crash/page-{n:05d}.pdf" for n in range(groups)]
     WorkIndex(s3_backend).populate(paths, 1)
@@ -102,7 +104,7 @@ def test_workers_killed_mid_group_lose_nothing_and_no_two_live_workers_overlap(s
             assert end is not None, f"{call} neither returned nor was killed"
             spans.append((call.start_ns, end, call))
         # No two calls on one group overlap in time, counting a killed call as running until its kill.
-        for (_, end, before), (start, _, after) in zip(spans, spans[1:]):
+        for (_, end, before), (start, _, after) in itertools.pairwise(spans):
             assert start >= end, f"group {hash_} processed by {before.worker} and {after.worker} at overlapping times"
         # Only a killed worker's call is ever followed by another call on the same group.
         assert all(call.worker in killed_at for call in group_calls[:-1]), f"group {hash_} redone after a live worker's call"

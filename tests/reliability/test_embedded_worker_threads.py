@@ -21,15 +21,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
 from s3wq import Worker, WorkerSettings, WorkIndex
-from s3wq.protocol import clock
-from s3wq.store import layout
-from s3wq.protocol.bodies import LockBody
-from s3wq.protocol.claims import ClaimProtocol
-from s3wq.protocol.lease import LeaseKeeper
 from s3wq.host.runners import InProcessRunner
 from s3wq.host.sandbox import Raised, Returned
 from s3wq.ops.status import queue_status
+from s3wq.protocol import clock
+from s3wq.protocol.bodies import LockBody
+from s3wq.protocol.claims import ClaimProtocol
+from s3wq.protocol.lease import LeaseKeeper
+from s3wq.store import layout
 
 from .heartbeat_processor import read_runs
 from .leftover_thread_processor import THREAD_SECONDS_ENV, is_thread, overlap_between_runs

@@ -18,13 +18,14 @@ import threading
 import time
 
 import pytest
+
 from s3wq import Worker, WorkerSettings, WorkIndex, open_backend
-from s3wq.store import layout
-from s3wq.protocol.bodies import FAILED, HELD, TIMEOUT, LockBody
 from s3wq.errors import ObjectNotFound
 from s3wq.host.runners import HostRunner
 from s3wq.host.sandbox import ProcessorHost
 from s3wq.ops.status import queue_status
+from s3wq.protocol.bodies import FAILED, HELD, TIMEOUT, LockBody
+from s3wq.store import layout
 
 from .heartbeat_processor import MARK_DIR_ENV, ONLY_FIRST_ENV, SECONDS_ENV, SECONDS_FOR_ENV, overlap_seconds, read_runs
 

@@ -26,13 +26,13 @@ from urllib.parse import quote_plus
 
 import pytest
 import zstandard
-
 from support import run_cli
-from s3wq import WorkerSettings, WorkIndex, Worker
-from s3wq.store import layout
+
+from s3wq import Worker, WorkerSettings, WorkIndex
 from s3wq.cli import main as cli_main
 from s3wq.index import encode_groups
 from s3wq.protocol.claims import ClaimProtocol
+from s3wq.store import layout
 
 from .bucket_state import objects
 
@@ -114,11 +114,21 @@ def test_awkward_s3_keys_survive_populate_and_a_worker_end_to_end(s3_client, buc
     records = [json.loads(line) for g in groups for line in s3_backend.read(layout.result_key(g.hash)).body.decode("utf-8").splitlines()]
     assert {r["source"]: r["text"] for r in records} == uris
     assert [r for r in records if r.get("error")] == []
-    print(f"\nawkward S3 keys: {len(uris)} keys in {len(groups)} groups, each read back and processed once; longest key {max(len(k.encode()) for k in texts)} bytes")
+    print(
+        f"\nawkward S3 keys: {len(uris)} keys in {len(groups)} groups, each read back and processed once; longest key {max(len(k.encode()) for k in texts)} bytes"
+    )
 
 
 # Newlines cannot be in a key the local S3 server serves; a local workspace and local inputs take them.
-AWKWARD_FILE_NAMES = ["line\nbreak.txt", "carriage\rreturn.txt", 'comma, "quotes".txt', " leading space.txt", "trailing space .txt", "tab\t.txt", "ünïcödé 😀.txt"]
+AWKWARD_FILE_NAMES = [
+    "line\nbreak.txt",
+    "carriage\rreturn.txt",
+    'comma, "quotes".txt',
+    " leading space.txt",
+    "trailing space .txt",
+    "tab\t.txt",
+    "ünïcödé 😀.txt",
+]
 
 
 def test_awkward_local_file_names_including_newlines_survive_populate_and_a_worker(tmp_path, local_workspace, local_backend):
@@ -139,7 +149,9 @@ def test_awkward_local_file_names_including_newlines_survive_populate_and_a_work
     assert {r["source"]: r["text"] for r in records} == expected
 
 
-def test_a_manifest_line_of_1025_bytes_is_refused_naming_its_line_and_nothing_changes(s3_client, bucket, s3_workspace, busy_workspace, tmp_path, capsys):
+def test_a_manifest_line_of_1025_bytes_is_refused_naming_its_line_and_nothing_changes(
+    s3_client, bucket, s3_workspace, busy_workspace, tmp_path, capsys
+):
     manifest = tmp_path / "manifest.txt"
     manifest.write_text(f"# ok, then too long\ns3://{bucket}/in/ok.txt\ns3://{bucket}/{key_of_bytes(1025)}\n", encoding="utf-8")
     s3_client.put_object(Bucket=bucket, Key="in/ok.txt", Body=b"ok")  # every line is checked: the good one must be there
@@ -191,7 +203,7 @@ def two_zstd_frames_the_second_cut_short(bucket: str) -> bytes:
     # As a multi-frame writer (pzstd, concatenated files) leaves it when an upload or copy stops early:
     # the first 1,000 lines intact, the second 1,000 in a frame that never ends.
     compress = zstandard.ZstdCompressor().compress
-    return compress(manifest_lines(bucket, range(0, 1000))) + truncated(compress(manifest_lines(bucket, range(1000, 2000))))
+    return compress(manifest_lines(bucket, range(1000))) + truncated(compress(manifest_lines(bucket, range(1000, 2000))))
 
 
 CORRUPT_MANIFESTS = {
@@ -202,7 +214,9 @@ CORRUPT_MANIFESTS = {
 
 
 @pytest.mark.parametrize("make", list(CORRUPT_MANIFESTS.values()), ids=list(CORRUPT_MANIFESTS))
-def test_a_corrupt_compressed_manifest_is_a_one_line_error_and_nothing_changes(s3_client, bucket, s3_workspace, busy_workspace, tmp_path, capsys, request, make):
+def test_a_corrupt_compressed_manifest_is_a_one_line_error_and_nothing_changes(
+    s3_client, bucket, s3_workspace, busy_workspace, tmp_path, capsys, request, make
+):
     name = request.node.callspec.id
     manifest = tmp_path / name
     manifest.write_bytes(make(bucket))
@@ -222,10 +236,11 @@ def test_a_corrupt_compressed_manifest_is_a_one_line_error_and_nothing_changes(s
 @pytest.fixture
 def populate_handler(monkeypatch, s3_server, bucket):
     """The populate Lambda handler for a workspace in ``bucket``, each call a cold start without a state machine."""
+    from helpers.lambda_context import LambdaContext
+
+    from s3wq.config import ENV_AUTO_START, ENV_INPUT_LOCATIONS, ENV_STATE_MACHINE_ARN, ENV_WORKSPACE
     from s3wq.handlers import populate
     from s3wq.handlers.runtime import runtime
-    from helpers.lambda_context import LambdaContext
-    from s3wq.config import ENV_AUTO_START, ENV_INPUT_LOCATIONS, ENV_STATE_MACHINE_ARN, ENV_WORKSPACE
 
     monkeypatch.delenv(ENV_STATE_MACHINE_ARN, raising=False)
     monkeypatch.delenv(ENV_AUTO_START, raising=False)
@@ -361,7 +376,15 @@ def segment_of_a_group_without_paths(s3_backend) -> str:
     return key
 
 
-CORRUPTIONS = [corrupt_catalog, catalog_with_hostile_numbers, catalog_with_a_huge_count, legacy_index_not_zstd, segment_row_without_a_hash, segment_row_whose_hash_climbs_out, segment_of_a_group_without_paths]
+CORRUPTIONS = [
+    corrupt_catalog,
+    catalog_with_hostile_numbers,
+    catalog_with_a_huge_count,
+    legacy_index_not_zstd,
+    segment_row_without_a_hash,
+    segment_row_whose_hash_climbs_out,
+    segment_of_a_group_without_paths,
+]
 COMMANDS = {
     "populate": lambda ws, bucket: ["populate", ws, f"s3://{bucket}/inputs/new.txt", "--no-check"],
     "work": lambda ws, bucket: ["work", ws, "--time-limit", "30"],
@@ -416,7 +439,9 @@ def test_a_garbage_lock_on_s3_is_held_until_stale_by_s3s_clock_then_taken_over(s
         time.sleep(0.2)
         late = Worker(s3_backend, lambda group, ctx: calls.append(ctx.attempt), later, worker_id=f"late-{rounds}").run()
     waited = time.monotonic() - written
-    print(f"\ngarbage lock: held for {waited:.1f}s (foreign lock timeout 1 s, by S3's one-second clock), taken over by worker round {rounds}")
+    print(
+        f"\ngarbage lock: held for {waited:.1f}s (foreign lock timeout 1 s, by S3's one-second clock), taken over by worker round {rounds}"
+    )
 
     assert calls == [2]  # the garbage lock cost its unknown holder an attempt
     assert waited > settings.foreign_lock_timeout

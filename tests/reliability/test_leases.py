@@ -25,15 +25,15 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
 from support import run_cli
-from s3wq import WorkerSettings, WorkIndex, Worker
-from s3wq.store import layout
+
+from s3wq import Worker, WorkerSettings, WorkIndex
+from s3wq.dev.localcloud.runner import Invocation, LambdaRunner
+from s3wq.errors import ObjectNotFound
+from s3wq.ops.status import queue_status
 from s3wq.protocol.bodies import FAILED, HELD, INTERRUPTED, RELEASED, TIMEOUT, LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol
-from s3wq.errors import ObjectNotFound
-from s3wq.dev.localcloud.runner import Invocation, LambdaRunner
-from s3wq.ops.status import queue_status
+from s3wq.store import layout
 
 from .heartbeat_processor import ONLY_FIRST_ENV, RUN_UNTIL_ENV, SECONDS_ENV, SECONDS_FOR_ENV, overlap_seconds, read_runs
 from .worker_processes import WorkerProcess, alive
@@ -128,9 +128,11 @@ def test_a_worker_with_a_short_lease_never_takes_a_group_from_a_holder_with_a_lo
 
     runs = read_runs(mark_dir)
     a, b = holder.report(), short.report()
-    print(f"\nmixed limits (A's lease {holder_lease} s): runs {[(r.worker, round(r.seconds, 2)) for r in runs]}, "
-          f"A renewed {a['renewals']} times, lost its lease {a['lost_locks']} times; B met A's lock {b['conflicts']} times; "
-          f"overlap {overlap_seconds(runs)} s")
+    print(
+        f"\nmixed limits (A's lease {holder_lease} s): runs {[(r.worker, round(r.seconds, 2)) for r in runs]}, "
+        f"A renewed {a['renewals']} times, lost its lease {a['lost_locks']} times; B met A's lock {b['conflicts']} times; "
+        f"overlap {overlap_seconds(runs)} s"
+    )
     assert overlap_seconds(runs) == 0
     # B can never finish the group: a run ends only at the release, which comes after B's exit.
     assert b["processed"] == 0
@@ -182,7 +184,9 @@ def test_a_run_that_outlasts_its_worker_is_stopped_at_the_deadline_and_fails_as_
             assert worker.wait() == (1 if worker.report()["failed"] else 0), worker.stderr()
 
     runs = read_runs(mark_dir)
-    print(f"\noverrun: {rounds} rounds, runs {[(r.worker, r.attempt, round(r.seconds, 2)) for r in runs]}, overlap {overlap_seconds(runs)} s")
+    print(
+        f"\noverrun: {rounds} rounds, runs {[(r.worker, r.attempt, round(r.seconds, 2)) for r in runs]}, overlap {overlap_seconds(runs)} s"
+    )
     assert overlap_seconds(runs) == 0
     assert all(r.end_ns is None and r.seconds < 3.0 for r in runs), "a run went on past its worker's 3 s limit"
     # A run that had nearly its worker's full time counts; one that started late is handed on without.
@@ -198,7 +202,9 @@ def test_a_hung_processor_whose_lease_cannot_be_renewed_is_stopped_before_the_le
     hash_ = one_group(s3_backend)
     # The first run hangs; any later run is quick.
     env = {**child_env, SECONDS_ENV: "hang", ONLY_FIRST_ENV: "1"}
-    holder = start_worker(s3_workspace, "A", "--time-limit", "120", "--lease", "3", env={**env, "AWS_ENDPOINT_URL": fault_proxy.endpoint}, log_dir=tmp_path)
+    holder = start_worker(
+        s3_workspace, "A", "--time-limit", "120", "--lease", "3", env={**env, "AWS_ENDPOINT_URL": fault_proxy.endpoint}, log_dir=tmp_path
+    )
     wait_until(lambda: read_runs(mark_dir), timeout=30, what="A's run to start")
     time.sleep(1.5)  # A renews at 1 s
     fault_proxy.set_plan(lambda request: "reset")  # from now on A cannot reach S3
@@ -212,8 +218,10 @@ def test_a_hung_processor_whose_lease_cannot_be_renewed_is_stopped_before_the_le
 
     runs = read_runs(mark_dir)
     first, finisher = runs[0], runs[-1]
-    print(f"\nhung processor, renewals failing: A's run stopped {(first.running_until_ns - cut_off_ns) / 1e9:.2f} s after S3 went away "
-          f"(lease 3 s); runs {[(r.worker, r.attempt, round(r.seconds, 2)) for r in runs]}; A exited {holder_code}")
+    print(
+        f"\nhung processor, renewals failing: A's run stopped {(first.running_until_ns - cut_off_ns) / 1e9:.2f} s after S3 went away "
+        f"(lease 3 s); runs {[(r.worker, r.attempt, round(r.seconds, 2)) for r in runs]}; A exited {holder_code}"
+    )
     # A's last write reached S3 before the cut: its lease ended at most 3 s after it. Its processor stopped before.
     assert first.worker == "A" and first.end_ns is None
     assert first.running_until_ns < cut_off_ns + 3e9
@@ -248,8 +256,10 @@ def test_a_frozen_worker_cannot_keep_its_processor_running_past_the_lease(s3_wor
 
     runs = read_runs(mark_dir)
     first, finisher = runs[0], runs[-1]
-    print(f"\nfrozen worker: its processor stopped {(first.running_until_ns - frozen_ns) / 1e9:.2f} s after the freeze (lease 3 s); "
-          f"runs {[(r.worker, r.attempt, round(r.seconds, 2)) for r in runs]}")
+    print(
+        f"\nfrozen worker: its processor stopped {(first.running_until_ns - frozen_ns) / 1e9:.2f} s after the freeze (lease 3 s); "
+        f"runs {[(r.worker, r.attempt, round(r.seconds, 2)) for r in runs]}"
+    )
     # A's last renewal was sent before the freeze: the lease ended within 3 s of it, and the processor before that.
     assert first.worker == "A" and first.end_ns is None
     assert first.running_until_ns < frozen_ns + 3e9
@@ -288,7 +298,9 @@ def test_a_signal_mid_group_hands_the_group_back_for_an_immediate_takeover(
     taker_seconds = time.monotonic() - started
 
     runs = read_runs(mark_dir)
-    print(f"\n{signal.Signals(signum).name}: A exited {code} after {exit_seconds:.2f} s; B took the group and was done in {taker_seconds:.2f} s")
+    print(
+        f"\n{signal.Signals(signum).name}: A exited {code} after {exit_seconds:.2f} s; B took the group and was done in {taker_seconds:.2f} s"
+    )
     assert (lock.state, lock.outcome, lock.counted, lock.attempt) == (RELEASED, INTERRUPTED, False, 1)
     assert stopped.report()["interrupted"] == 1 and stopped.report()["stopped_reason"] == "interrupted"
     assert f"stopped by {signal.Signals(signum).name}" in stopped.stderr()
@@ -320,7 +332,9 @@ def test_a_second_signal_exits_at_once(s3_workspace, s3_backend, child_env, mark
     exit_seconds = time.monotonic() - second
     wait_until(lambda: not any(alive(pid) for pid in host), timeout=10, what="the processor host to end with its worker")
     [run] = read_runs(mark_dir)
-    print(f"\nsecond SIGINT: exited {exit_seconds:.2f} s after it; the processor had stopped {(time.time_ns() - run.running_until_ns) / 1e9:.1f} s before the test looked")
+    print(
+        f"\nsecond SIGINT: exited {exit_seconds:.2f} s after it; the processor had stopped {(time.time_ns() - run.running_until_ns) / 1e9:.1f} s before the test looked"
+    )
     assert exit_seconds < 10
     assert run.end_ns is None
 
@@ -380,7 +394,9 @@ def test_an_olmocr_lock_the_operator_calls_stale_is_taken_over(s3_workspace, s3_
     hash_ = one_group(s3_backend)
     s3_backend.create(layout.lock_key(hash_), b"")
 
-    worker = start_worker(s3_workspace, "A", "--time-limit", "20", "--foreign-lock-timeout", "2", env={**child_env, SECONDS_ENV: "0.1"}, log_dir=tmp_path)
+    worker = start_worker(
+        s3_workspace, "A", "--time-limit", "20", "--foreign-lock-timeout", "2", env={**child_env, SECONDS_ENV: "0.1"}, log_dir=tmp_path
+    )
 
     assert worker.wait() == 0, worker.stderr()
     assert (worker.report()["processed"], worker.report()["reclaimed"]) == (1, 1)
@@ -400,18 +416,29 @@ def test_a_fresh_olmocr_lock_written_during_a_slow_takeover_is_not_run_over(
     fault_proxy.slow_seconds = 2.0
     fault_proxy.set_plan(lambda request: "slow" if request.kind == "PUT If-Match" and "worker_locks/" in request.key else None)
     worker = start_worker(
-        s3_workspace, "A", "--time-limit", "6", "--foreign-lock-timeout", "2",
-        env={**child_env, SECONDS_ENV: "0.1", "AWS_ENDPOINT_URL": fault_proxy.endpoint}, log_dir=tmp_path,
+        s3_workspace,
+        "A",
+        "--time-limit",
+        "6",
+        "--foreign-lock-timeout",
+        "2",
+        env={**child_env, SECONDS_ENV: "0.1", "AWS_ENDPOINT_URL": fault_proxy.endpoint},
+        log_dir=tmp_path,
     )
-    wait_until(lambda: any(e.request.kind == "PUT If-Match" for e in fault_proxy.journal.exchanges) or worker.process.poll() is not None,
-               timeout=30, what="A's takeover to be on its way")
+    wait_until(
+        lambda: any(e.request.kind == "PUT If-Match" for e in fault_proxy.journal.exchanges) or worker.process.poll() is not None,
+        timeout=30,
+        what="A's takeover to be on its way",
+    )
     # An olmocr worker judges the same lock stale and takes it, as olmocr does: an unconditional empty PUT.
     s3_client.put_object(Bucket=bucket, Key=f"ws/{layout.lock_key(hash_)}", Body=b"")
     olmocr_took_it_ns = time.time_ns()
 
     assert worker.wait() == 0, worker.stderr()
     stored = s3_backend.read(layout.lock_key(hash_))
-    print(f"\nslow takeover of an empty lock: worker report {worker.report()['processed']} processed; lock now {stored.body!r}, age {stored.age_seconds:.0f} s")
+    print(
+        f"\nslow takeover of an empty lock: worker report {worker.report()['processed']} processed; lock now {stored.body!r}, age {stored.age_seconds:.0f} s"
+    )
     assert worker.report()["processed"] == 0 and read_runs(mark_dir) == []
     # An empty, fresh lock again: olmocr's worker keeps the group for olmocr's 1,800 s.
     assert stored.body == b"" and stored.age_seconds < (time.time_ns() - olmocr_took_it_ns) / 1e9 + 3
@@ -445,7 +472,9 @@ def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(
     WorkIndex(s3_backend).populate(paths, 1)
     long_hash = layout.group_hash([long_path])
     timeout = 8.0
-    runner = LambdaRunner(endpoint=s3_server.endpoint, lambdas_dir=REPO / "lambdas", log_dir=tmp_path / "lambda", extra_pythonpath=(str(TESTS_DIR),))
+    runner = LambdaRunner(
+        endpoint=s3_server.endpoint, lambdas_dir=REPO / "lambdas", log_dir=tmp_path / "lambda", extra_pythonpath=(str(TESTS_DIR),)
+    )
     worker = Invocation(
         function_name="worker",
         handler="s3wq.handlers.worker.handler",
@@ -473,8 +502,10 @@ def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(
 
     runs = read_runs(mark_dir)
     long_runs = [r for r in runs if r.hash == long_hash]
-    print(f"\nlong group on Lambda: {len(reports)} invocations; long runs {[(round(r.seconds, 2), r.end_ns is not None) for r in long_runs]}; "
-          f"PUTs per invocation {[r['s3_requests'].get('PutObject', 0) for r in reports]}, renewals {[r['renewals'] for r in reports]}")
+    print(
+        f"\nlong group on Lambda: {len(reports)} invocations; long runs {[(round(r.seconds, 2), r.end_ns is not None) for r in long_runs]}; "
+        f"PUTs per invocation {[r['s3_requests'].get('PutObject', 0) for r in reports]}, renewals {[r['renewals'] for r in reports]}"
+    )
     status = queue_status(s3_backend)
     assert (status["done"], status["failed"], status["remaining"]) == (len(paths), 0, 0)
     assert len(long_runs) == 2 and long_runs[0].end_ns is None and long_runs[1].end_ns is not None

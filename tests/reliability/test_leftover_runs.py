@@ -17,9 +17,8 @@ import sys
 import pytest
 
 from s3wq import WorkIndex
-
-from s3wq.store import layout
 from s3wq.protocol.bodies import FAILED, LockBody, load_object
+from s3wq.store import layout
 
 from .leftover_processor import RAISED
 from .worker_processes import alive

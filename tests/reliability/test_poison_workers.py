@@ -15,9 +15,10 @@ from collections import Counter
 
 from integration.workers import run_workers
 from support import run_cli
+
 from s3wq import WorkIndex
-from s3wq.store import layout
 from s3wq.protocol.bodies import LockBody
+from s3wq.store import layout
 
 from .marking_processor import POISON_ENV, SECONDS_ENV, read_calls
 
@@ -35,7 +36,9 @@ def test_poison_groups_among_four_workers_fail_after_exactly_their_attempts_and_
     env = {**child_env, POISON_ENV: ",".join(poison), SECONDS_ENV: "0.02,0.08"}
     work_args = ["--max-attempts", str(MAX_ATTEMPTS)]
 
-    reports = run_workers(s3_workspace, WORKERS, processor="reliability.marking_processor:process", env=env, log_dir=tmp_path / "round1", extra_args=work_args)
+    reports = run_workers(
+        s3_workspace, WORKERS, processor="reliability.marking_processor:process", env=env, log_dir=tmp_path / "round1", extra_args=work_args
+    )
 
     calls = read_calls(mark_dir)
     attempts = {h: sorted(c.attempt for c in calls if c.hash == h) for h in poison}
@@ -47,7 +50,7 @@ def test_poison_groups_among_four_workers_fail_after_exactly_their_attempts_and_
         "failed": sum(r["failed"] for r in reports),
         "processed": sum(r["processed"] for r in reports),
     }
-    assert Counter(c.hash for c in calls) == {**{h: 1 for h in healthy}, **{h: MAX_ATTEMPTS for h in poison}}
+    assert Counter(c.hash for c in calls) == {**dict.fromkeys(healthy, 1), **dict.fromkeys(poison, MAX_ATTEMPTS)}
     assert attempts == {h: list(range(1, MAX_ATTEMPTS + 1)) for h in poison}
     assert (figures["failed"], figures["processed"]) == (len(poison), len(healthy))
     assert list(s3_backend.list_keys(layout.DONE_PREFIX)) == sorted(layout.done_key(h) for h in healthy)
@@ -63,7 +66,9 @@ def test_poison_groups_among_four_workers_fail_after_exactly_their_attempts_and_
     assert requeued.returncode == 0, requeued.stderr
     assert json.loads(requeued.stdout) == {"requeued": [poison[0]], "skipped_live": []}
     # Still poisoned: the requeued group gets a full set of attempts again, from 1, and fails again.
-    reports = run_workers(s3_workspace, 2, processor="reliability.marking_processor:process", env=env, log_dir=tmp_path / "round2", extra_args=work_args)
+    reports = run_workers(
+        s3_workspace, 2, processor="reliability.marking_processor:process", env=env, log_dir=tmp_path / "round2", extra_args=work_args
+    )
 
     calls = read_calls(mark_dir)
     figures["calls_after_requeue"] = len(calls) - figures["processor_calls"]

@@ -15,12 +15,11 @@ import time
 from collections import Counter
 
 import pytest
-
 from integration.workers import run_workers
-from s3wq import WorkerSettings, WorkIndex, Worker
-from s3wq.store import layout
-from s3wq.store import S3Backend, make_s3_client
+
+from s3wq import Worker, WorkerSettings, WorkIndex
 from s3wq.protocol.bodies import LockBody
+from s3wq.store import S3Backend, layout, make_s3_client
 
 from .bucket_state import listed
 from .fault_proxy import AFTER_FORWARDING, ALL_FAULTS, Request, SeededFaults
@@ -50,9 +49,7 @@ def test_workers_drain_through_ten_percent_faults_with_every_group_done_exactly_
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert populated.returncode == 0, populated.stderr
-    reports = run_workers(
-        s3_workspace, WORKERS, processor="reliability.marking_processor:process", env=env, log_dir=tmp_path / "logs"
-    )
+    reports = run_workers(s3_workspace, WORKERS, processor="reliability.marking_processor:process", env=env, log_dir=tmp_path / "logs")
 
     elapsed = time.monotonic() - started
     journal = fault_proxy.journal
@@ -180,7 +177,9 @@ def test_a_lost_response_to_a_claim_protocol_write_costs_no_wait_and_no_duplicat
 @LOST_FAULTS
 def test_a_lost_response_to_a_lock_takeover_is_recognised_by_the_owner_token(fault_proxy, faulty_backend, s3_backend, one_group, fault):
     # A peer released the group after a failed attempt: a takeover (PUT If-Match) at once, no staleness needed.
-    released = LockBody(owner="peer:0123", worker_id="peer", attempt=1, lease_seconds=60, state="released", outcome="error", counted=True, error="boom")
+    released = LockBody(
+        owner="peer:0123", worker_id="peer", attempt=1, lease_seconds=60, state="released", outcome="error", counted=True, error="boom"
+    )
     s3_backend.create(layout.lock_key(one_group), released.encode())
     fault_proxy.set_plan(lose_first("PUT", "If-Match", layout.LOCKS_PREFIX, fault))
     calls = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -61,7 +61,7 @@ OUTSIDE_THE_WORKSPACE = [
 ]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pattern(text: str) -> re.Pattern:
     return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in text), re.DOTALL)
 
@@ -100,7 +100,9 @@ def test_the_probes_see_what_the_roles_are_granted(stack):
 
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_no_function_may_change_anything_outside_the_workspace_prefix(stack, function):
-    allowed = [(action, resource) for action in S3_WRITE_ACTIONS for resource in OUTSIDE_THE_WORKSPACE if may(stack, function, action, resource)]
+    allowed = [
+        (action, resource) for action in S3_WRITE_ACTIONS for resource in OUTSIDE_THE_WORKSPACE if may(stack, function, action, resource)
+    ]
     assert allowed == []
 
 

@@ -12,22 +12,21 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
-from s3wq.protocol import claims
-
-from s3wq.store import layout
-from s3wq.store import LocalBackend
-from s3wq.protocol.bodies import ERROR, FAILED, HELD, INTERRUPTED, RELEASED, REQUEUED, TIMEOUT, LockBody
-from s3wq.protocol.claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime
 from s3wq.errors import ObjectNotFound
 from s3wq.index import Group
 from s3wq.ops.operations import requeue_failed
 from s3wq.ops.status import queue_status
+from s3wq.protocol import claims
+from s3wq.protocol.bodies import ERROR, FAILED, HELD, INTERRUPTED, RELEASED, REQUEUED, TIMEOUT, LockBody
+from s3wq.protocol.claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime
+from s3wq.store import LocalBackend, layout
 
 HASH = layout.group_hash(["s3://inputs/a.pdf"])
 GROUP = Group(HASH, ("s3://inputs/a.pdf",))
@@ -70,7 +69,14 @@ def test_first_claim_creates_a_lock_recording_the_holders_lease(local_backend):
     stored = local_backend.read(layout.lock_key(HASH))
     assert stored.etag == claim.etag
     body = LockBody.decode(stored.body)
-    assert (body.owner, body.worker_id, body.attempt, body.state, body.lease_seconds, body.budget_seconds) == (claim.owner, "w1", 1, HELD, 45, 30)
+    assert (body.owner, body.worker_id, body.attempt, body.state, body.lease_seconds, body.budget_seconds) == (
+        claim.owner,
+        "w1",
+        1,
+        HELD,
+        45,
+        30,
+    )
 
 
 def test_a_second_claimer_is_held_for_what_is_left_of_the_holders_lease(local_backend):
@@ -218,7 +224,9 @@ class FixedOwnerProtocol(ClaimProtocol):
     """Always the same owner token: as if our earlier create had succeeded but its response was lost."""
 
     def _new_body(self, attempt, budget, previous=None, behind=None):
-        return LockBody(owner="w1:fixed-token", worker_id=self.worker_id, attempt=attempt, lease_seconds=self.lease_seconds, write_id="fixed")
+        return LockBody(
+            owner="w1:fixed-token", worker_id=self.worker_id, attempt=attempt, lease_seconds=self.lease_seconds, write_id="fixed"
+        )
 
 
 def test_a_lock_already_holding_our_owner_token_is_ours(local_backend):
@@ -316,8 +324,8 @@ class ClaimMachine(RuleBasedStateMachine):
     attempt number is the one the protocol's counting rules give.
     """
 
-    HASHES = [layout.group_hash([f"s3://inputs/{i}"]) for i in range(2)]
-    LEASES = [5.0, 60.0, 600.0]
+    HASHES: ClassVar = [layout.group_hash([f"s3://inputs/{i}"]) for i in range(2)]
+    LEASES: ClassVar = [5.0, 60.0, 600.0]
 
     records = Bundle("records")
 
@@ -467,6 +475,7 @@ class ClaimMachine(RuleBasedStateMachine):
                 assert body.state == lock.state
             for record in self.live[hash_]:
                 assert body.owner == record.claim.owner
+
 
 ClaimMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=30, deadline=None)
 test_claim_protocol_state_machine = ClaimMachine.TestCase

@@ -10,8 +10,6 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from s3wq.store import layout
-from s3wq.store import LocalBackend, open_backend
 from s3wq.config import (
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
@@ -22,7 +20,8 @@ from s3wq.config import (
     default_safety_margin,
 )
 from s3wq.errors import BadGroupHash, BadKey, BadWorkspace, ConfigError, ProcessorNotFound, StorageError
-from s3wq.processors import BUILTIN_PROCESSORS, text, load_processor, noop
+from s3wq.processors import BUILTIN_PROCESSORS, load_processor, noop, text
+from s3wq.store import LocalBackend, layout, open_backend
 
 HEX = "0123456789abcdef"
 VALID = "0123456789abcdef0123456789abcdef01234567"

@@ -11,6 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
 from s3wq.host.containment import (
     MAX_LEFTOVERS_CHARS,
     Member,

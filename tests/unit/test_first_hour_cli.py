@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 from support import run_cli
 
-from s3wq.store import layout
-from s3wq.store import LocalBackend
+from s3wq.store import LocalBackend, layout
 
 # The console script, as `pip install` makes it: unlike `python -m s3wq`, it
 # does not put the current directory on sys.path by itself.
@@ -154,7 +153,9 @@ def test_reset_on_a_terminal_asks_first_and_a_no_changes_nothing(project):
     s3wq(project, "work", "ws", "--processor", "noop")
     before = snapshot(project)
     controller, terminal = pty.openpty()
-    process = subprocess.Popen([S3WQ_SCRIPT, "reset", "ws", "--all"], cwd=project, stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [S3WQ_SCRIPT, "reset", "ws", "--all"], cwd=project, stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     os.close(terminal)
     try:
         time.sleep(0.2)
@@ -173,7 +174,9 @@ def test_reset_on_a_terminal_asks_first_and_a_no_changes_nothing(project):
 def test_a_failing_processor_keeps_its_traceback_for_failures_inspect_and_verbose(project):
     populate(project)
 
-    work = s3wq(project, "-v", "work", "ws", "--processor", "myproc:broken", "--breaker", "0", "--retry-backoff", "0", "--max-attempts", "1")
+    work = s3wq(
+        project, "-v", "work", "ws", "--processor", "myproc:broken", "--breaker", "0", "--retry-backoff", "0", "--max-attempts", "1"
+    )
 
     assert work.returncode == 1
     assert "failed here; see s3wq failures ws" in work.stderr
@@ -183,10 +186,12 @@ def test_a_failing_processor_keeps_its_traceback_for_failures_inspect_and_verbos
     assert len(failures) == 3
     for failure in failures:
         assert failure["error"] == "KeyError: 'missing'"
-        assert 'myproc.py", line 8, in broken' in failure["traceback"] and 'line 11, in helper' in failure["traceback"]
-        assert "warden.py" not in failure["traceback"] and "sandbox.py" not in failure["traceback"]  # s3wq's own frame says nothing to the user
+        assert 'myproc.py", line 8, in broken' in failure["traceback"] and "line 11, in helper" in failure["traceback"]
+        assert (
+            "warden.py" not in failure["traceback"] and "sandbox.py" not in failure["traceback"]
+        )  # s3wq's own frame says nothing to the user
     shown = s3wq(project, "failures", "ws").stdout
-    assert shown.count("traceback") == 3 and "return settings[\"missing\"]" in shown
+    assert shown.count("traceback") == 3 and 'return settings["missing"]' in shown
     inspected = s3wq(project, "inspect", "ws", failures[0]["hash"]).stdout
     assert "traceback:" in inspected and "in helper" in inspected
 

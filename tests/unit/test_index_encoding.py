@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import itertools
 import json
 
 import pytest
@@ -18,9 +19,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from s3wq import index as index_module
-from s3wq.store import layout
 from s3wq.errors import IndexCorrupt
 from s3wq.index import Catalog, Group, SegmentInfo, decode_groups, encode_groups, prefix_length
+from s3wq.store import layout
 
 HEX = "0123456789abcdef"
 
@@ -280,7 +281,7 @@ def test_catalog_rejects_deeply_nested_garbage():
 def cut(data: bytes, points: list[int]) -> list[bytes]:
     """``data`` cut at ``points`` (taken modulo its length + 1): consecutive pieces, some possibly empty."""
     marks = sorted({p % (len(data) + 1) for p in points} | {0, len(data)})
-    return [data[a:b] for a, b in zip(marks, marks[1:])] or [b""]
+    return [data[a:b] for a, b in itertools.pairwise(marks)] or [b""]
 
 
 def in_frames(raw: bytes, points: list[int]) -> bytes:
@@ -319,7 +320,7 @@ def streamed_rows(pieces: list[bytes]) -> tuple[list[tuple[int, int, list[str]]]
     return rows, False
 
 
-CSV_TEXT = st.lists(st.sampled_from(AWKWARD + ['""', "\r\n", "a", "b,c"]) | ANY_CHAR, max_size=40).map("".join)
+CSV_TEXT = st.lists(st.sampled_from([*AWKWARD, '""', "\r\n", "a", "b,c"]) | ANY_CHAR, max_size=40).map("".join)
 CUTS = st.lists(st.integers(min_value=0, max_value=10**6), max_size=4)
 
 

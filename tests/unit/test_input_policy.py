@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from s3wq.store import layout
-from s3wq.store import LocalBackend
 from s3wq.config import ENV_INPUT_LOCATIONS, ENV_WORKSPACE, LambdaConfig
 from s3wq.errors import BadManifestLines, BadSource, ConfigError, InputNotFound, InputRefused
 from s3wq.index import Group
 from s3wq.inputs import ANYTHING, InputLocation, InputPolicy, parse_locations, policy_from_json, policy_to_json
-from s3wq.processors import ProcessorContext, text
 from s3wq.ops.sources import SourceExpander
+from s3wq.processors import ProcessorContext, text
+from s3wq.store import LocalBackend, layout
 
 WORKSPACE = "s3://ws-bucket/s3wq"
 # As the stack writes them for a bucket it created, with inputBuckets naming it and two others.
@@ -204,5 +203,5 @@ def test_a_refused_source_named_directly_is_one_bad_source(tmp_path, secret_file
     with pytest.raises(BadSource, match="is not an s3:// URI") as caught:
         SourceExpander(check=False, policy=InputPolicy.s3_workspace(allow_local=False)).expand([str(secret_file)])
     assert "\n" not in str(caught.value)
-    with pytest.raises(BadSource, match="manifest .* is not an s3:// URI"):
+    with pytest.raises(BadSource, match=r"manifest .* is not an s3:// URI"):
         SourceExpander(check=False, policy=DEPLOYED).expand([f"@{tmp_path / 'm.txt'}"])

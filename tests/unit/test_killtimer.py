@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from s3wq.protocol import clock
 from s3wq.host.killtimer import KillTimer
+from s3wq.protocol import clock
 
 pytestmark = pytest.mark.skipif(not KillTimer().kernel_clock, reason="the kernel timer on the lease clock is Linux's")
 

@@ -47,7 +47,7 @@ def test_only_the_workspace_is_required_and_everything_else_has_its_one_default(
 def test_empty_values_mean_the_default():
     names = [ENV_LEASE, ENV_FOREIGN_LOCK_TIMEOUT, ENV_MAX_ATTEMPTS, ENV_GROUP_SIZE, ENV_PROCESSOR, ENV_STATE_MACHINE_ARN, ENV_WORKERS]
 
-    parsed = LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, **{name: "" for name in names}})
+    parsed = LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, **dict.fromkeys(names, "")})
 
     assert parsed == LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE})
 
@@ -128,7 +128,9 @@ def test_a_local_directory_is_a_workspace_too():
         pytest.param({ENV_AUTO_START: "maybe"}, ENV_AUTO_START, id="auto-start-maybe"),
         pytest.param({ENV_STATE_MACHINE_ARN: "s3wq-drain"}, ENV_STATE_MACHINE_ARN, id="arn-bare-name"),
         pytest.param(
-            {ENV_STATE_MACHINE_ARN: "arn:aws:lambda:us-east-1:123456789012:function:s3wq-worker"}, ENV_STATE_MACHINE_ARN, id="arn-of-a-lambda"
+            {ENV_STATE_MACHINE_ARN: "arn:aws:lambda:us-east-1:123456789012:function:s3wq-worker"},
+            ENV_STATE_MACHINE_ARN,
+            id="arn-of-a-lambda",
         ),
         pytest.param({ENV_WORKERS: "0"}, ENV_WORKERS, id="workers-zero"),
     ],

@@ -15,14 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3wq.protocol import clock
-
-from s3wq.store import layout
-from s3wq.store import LocalBackend
-from s3wq.protocol.claims import FULL_SHARE, ClaimProtocol, enough_time, timeout_counts
 from s3wq.config import MIN_RUN_SECONDS
 from s3wq.errors import StorageError
+from s3wq.protocol import clock
+from s3wq.protocol.claims import FULL_SHARE, ClaimProtocol, enough_time, timeout_counts
 from s3wq.protocol.lease import EXPIRED, LOST, TIMEOUT, LeaseKeeper, lease_margin
+from s3wq.store import LocalBackend, layout
 
 HASH = layout.group_hash(["s3://inputs/a.pdf"])
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS, MAX_LEASE_SECONDS
 from s3wq.protocol.bodies import (
     FAILED,
     HELD,
@@ -21,7 +22,6 @@ from s3wq.protocol.bodies import (
     load_object,
     strict_json,
 )
-from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS, MAX_LEASE_SECONDS
 
 text = st.text(max_size=40)
 seconds = st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -98,7 +98,15 @@ def test_what_olmocr_or_a_stranger_writes_is_unparseable(data):
 
 def test_a_lock_from_the_first_format_is_read_with_the_foreign_lease():
     # What s3wq wrote before leases: booleans, no lease, no state.
-    first = {"owner": "w1:abc", "worker_id": "w1", "attempt": 2, "claimed_at": "2026-11-29T00:00:00.000+00:00", "released": False, "failed": True, "error": "boom"}
+    first = {
+        "owner": "w1:abc",
+        "worker_id": "w1",
+        "attempt": 2,
+        "claimed_at": "2026-11-29T00:00:00.000+00:00",
+        "released": False,
+        "failed": True,
+        "error": "boom",
+    }
     decoded = LockBody.decode(json.dumps(first).encode())
     assert (decoded.state, decoded.lease_seconds, decoded.attempt, decoded.error) == (FAILED, FOREIGN_LOCK_TIMEOUT_SECONDS, 2, "boom")
     released = LockBody.decode(json.dumps({**first, "failed": False, "released": True}).encode())

@@ -48,7 +48,10 @@ def test_a_line_that_is_not_utf8_is_one_bad_line_and_the_others_are_read(tmp_pat
     ]
 
 
-@pytest.mark.parametrize("byte, problem", [(b"\x00", "NUL byte at byte 9"), (b"\x1b", "control character 0x1b at byte 9"), (b"\r", "control character 0x0d at byte 9")])
+@pytest.mark.parametrize(
+    "byte, problem",
+    [(b"\x00", "NUL byte at byte 9"), (b"\x1b", "control character 0x1b at byte 9"), (b"\r", "control character 0x0d at byte 9")],
+)
 def test_nul_and_control_bytes_make_a_bad_line(tmp_path, byte, problem):
     path = tmp_path / "m.txt"
     path.write_bytes(b"s3://b/a" + byte + b"b.pdf\r\ns3://b/tab\tin key.pdf\r\n")
@@ -101,11 +104,21 @@ def test_a_broken_compressed_manifest_is_still_unreadable_as_a_whole(tmp_path, n
 # --- every line is indexed or recorded, with its number -------------------------------------------------------
 
 GOOD = st.builds(lambda n: f"s3://bucket/in/{n}.pdf".encode(), st.integers(0, 10**6))
-NOT_UTF8 = st.builds(lambda head, bad: b"s3://bucket/" + head + bad, st.binary(max_size=8).filter(lambda b: b"\n" not in b and b"\r" not in b), st.sampled_from([b"\xff", b"\xc3(", b"\xe9x", b"\xed\xa0\x80"]))
+NOT_UTF8 = st.builds(
+    lambda head, bad: b"s3://bucket/" + head + bad,
+    st.binary(max_size=8).filter(lambda b: b"\n" not in b and b"\r" not in b),
+    st.sampled_from([b"\xff", b"\xc3(", b"\xe9x", b"\xed\xa0\x80"]),
+)
 CONTROL = st.builds(lambda c: b"s3://bucket/x" + bytes([c]) + b".pdf", st.sampled_from([0, 1, 7, 8, 11, 12, 27, 31]))
 LONG = st.builds(lambda n: b"s3://bucket/" + b"x" * n, st.integers(MAX_MANIFEST_LINE_BYTES - 11, 3 * MAX_MANIFEST_LINE_BYTES))
 FILLER = st.sampled_from([b"", b"   ", b"# a comment \xff with a bad byte", b"\t"])
-LINE = st.one_of(GOOD.map(lambda b: ("good", b)), NOT_UTF8.map(lambda b: ("bad", b)), CONTROL.map(lambda b: ("bad", b)), LONG.map(lambda b: ("long", b)), FILLER.map(lambda b: ("skip", b)))
+LINE = st.one_of(
+    GOOD.map(lambda b: ("good", b)),
+    NOT_UTF8.map(lambda b: ("bad", b)),
+    CONTROL.map(lambda b: ("bad", b)),
+    LONG.map(lambda b: ("long", b)),
+    FILLER.map(lambda b: ("skip", b)),
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -114,7 +127,9 @@ def test_every_line_is_indexed_or_recorded_bad_with_its_number(tmp_path_factory,
     newline = b"\r\n" if crlf else b"\n"
     path = tmp_path_factory.mktemp("m") / f"manifest{suffix}"
     path.write_bytes(COMPRESS[suffix](b"".join(body + newline for _, body in lines)))
-    kinds = {number: kind for number, (kind, body) in enumerate(lines, start=1) if not (kind == "long" and len(body) <= MAX_MANIFEST_LINE_BYTES)}
+    kinds = {
+        number: kind for number, (kind, body) in enumerate(lines, start=1) if not (kind == "long" and len(body) <= MAX_MANIFEST_LINE_BYTES)
+    }
 
     expansion = SourceExpander(check=False).expand([f"@{path}"], strict=False)
 

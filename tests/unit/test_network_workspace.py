@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
+from s3wq.errors import BadWorkspace
 from s3wq.store import LocalBackend, mounts, open_backend
 from s3wq.store.mounts import Mount, filesystem_type, network_filesystem, parse_mountinfo
-from s3wq.errors import BadWorkspace
 
 # From a Linux host: optional fields (shared:, master:), an escaped space, and a mount stacked on another.
 MOUNTINFO = r"""22 27 0:21 / /proc rw,relatime - proc proc rw

@@ -15,9 +15,9 @@ import pytest
 import zstandard
 
 from s3wq import index as index_module
-from s3wq.store import layout
 from s3wq.errors import IndexContention, IndexCorrupt
 from s3wq.index import Group, SegmentRef, WorkIndex, decode_groups, encode_groups
+from s3wq.store import layout
 
 PART_CHARS = 4096
 FETCH_BYTES = 1024

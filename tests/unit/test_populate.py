@@ -12,10 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from s3wq import index as index_module
-from s3wq.store import layout
-from s3wq.store import LocalBackend
 from s3wq.errors import ConfigError, IndexCorrupt
 from s3wq.index import Catalog, Group, WorkIndex, encode_groups
+from s3wq.store import LocalBackend, layout
 
 
 def input_paths(n: int, start: int = 0) -> list[str]:

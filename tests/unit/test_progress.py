@@ -7,6 +7,7 @@ spacing of plain lines are exact, whatever the machine's speed.
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import types
 
@@ -23,7 +24,15 @@ def status(*, groups: int, done: int, failed: int = 0, locked: int = 0) -> dict:
     """A queue_status document, consistent in itself."""
     remaining = groups - done - failed
     pending = remaining - locked
-    return {"groups": groups, "paths": 2 * groups, "done": done, "failed": failed, "locked": locked, "pending": pending, "remaining": remaining}
+    return {
+        "groups": groups,
+        "paths": 2 * groups,
+        "done": done,
+        "failed": failed,
+        "locked": locked,
+        "pending": pending,
+        "remaining": remaining,
+    }
 
 
 @pytest.fixture
@@ -149,7 +158,7 @@ def test_plain_mode_writes_at_most_one_line_per_interval_and_the_final_state_on_
     assert polls == 20
     times = [elapsed_of(line) for line in printed_while_running]
     assert times[0] == 0.0
-    assert all(later - earlier >= PLAIN_INTERVAL_SECONDS for earlier, later in zip(times, times[1:])), times
+    assert all(later - earlier >= PLAIN_INTERVAL_SECONDS for earlier, later in itertools.pairwise(times)), times
     assert len(printed_while_running) <= 9.5 / PLAIN_INTERVAL_SECONDS + 1
     # stop() adds the last state, which had not been printed yet.
     assert len(lines) == len(printed_while_running) + 1

@@ -15,15 +15,13 @@ import time
 import pytest
 
 from s3wq import Worker, WorkerSettings, WorkIndex
-
+from s3wq.host.sandbox import Raised, Returned
 from s3wq.protocol import clock
-
-from s3wq.store import layout
 from s3wq.protocol.bodies import ERROR, FAILED, LEFTOVER, LockBody, load_object
 from s3wq.protocol.claims import ClaimProtocol
 from s3wq.protocol.lease import LeaseKeeper, lease_margin
-from s3wq.host.sandbox import Raised, Returned
 from s3wq.protocol.tracebacks import ErrorFrame
+from s3wq.store import layout
 from s3wq.worker import failure_of
 
 HASH = layout.group_hash(["s3://inputs/a.pdf"])

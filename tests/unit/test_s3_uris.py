@@ -14,14 +14,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from s3wq.store import parse_s3_uri
 from s3wq.errors import BadManifestLines, BadSource, BadWorkspace
 from s3wq.inputs import ANYTHING
 from s3wq.ops.sources import SourceExpander
+from s3wq.store import parse_s3_uri
 
 BUCKET_RULES = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 # Characters near the rules' edges: separators urlsplit treats specially, controls, look-alikes of "/".
-TRICKY = st.sampled_from(list("/:?#@[]%\\\t\n\r\x00\x1b\x7f\x9b .-_aZ0") + ["\uff0f", "\u2215", "\u00e9", "s3://"])
+TRICKY = st.sampled_from([*list("/:?#@[]%\\\t\n\r\x00\x1b\x7f\x9b .-_aZ0"), "\uff0f", "\u2215", "\u00e9", "s3://"])
 TEXT = st.lists(st.one_of(TRICKY, st.characters()), max_size=40).map("".join)
 
 

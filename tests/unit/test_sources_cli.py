@@ -11,13 +11,13 @@ import pytest
 import zstandard
 from support import run_cli
 
-from s3wq.store import layout
-from s3wq.store import LocalBackend
 from s3wq.errors import BadManifestLines, BadSource
 from s3wq.index import WorkIndex
 from s3wq.ops.sources import SourceExpander
+from s3wq.store import LocalBackend, layout
 
 # --- manifests ----------------------------------------------------------------------------------------
+
 
 def zstd_streamed(data: bytes) -> bytes:
     """Streamed compression leaves the content size out of the frame header."""
@@ -94,7 +94,9 @@ BAD_LINES = {
 @pytest.mark.parametrize("bad", list(BAD_LINES))
 def test_strict_manifest_names_the_bad_line(tmp_path, bad, suffix, newline, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    manifest = write_manifest(tmp_path, ["# header", "", "s3://bucket/ok.pdf", bad, "s3://bucket/after.pdf"], suffix=suffix, newline=newline)
+    manifest = write_manifest(
+        tmp_path, ["# header", "", "s3://bucket/ok.pdf", bad, "s3://bucket/after.pdf"], suffix=suffix, newline=newline
+    )
 
     with pytest.raises(BadManifestLines) as caught:
         SourceExpander(check=False).expand([f"@{manifest}"], strict=True)
@@ -154,7 +156,19 @@ def cli(tmp_path: Path, *args: str):
     return run_cli(*args, cwd=tmp_path)
 
 
-STATUS_KEYS = {"groups", "paths", "done", "failed", "locked", "claimed_ahead", "pending", "remaining", "finished", "released", "wait_seconds"}
+STATUS_KEYS = {
+    "groups",
+    "paths",
+    "done",
+    "failed",
+    "locked",
+    "claimed_ahead",
+    "pending",
+    "remaining",
+    "finished",
+    "released",
+    "wait_seconds",
+}
 PROBLEM_KEYS = {"input_error_groups", "manifests_with_bad_lines", "manifest_errors"}
 WORK_KEYS = {"worker_id", "processed", "failed", "conflicts", "reclaimed", "stopped_reason"}
 
@@ -168,7 +182,19 @@ def test_cli_populate_status_work(tmp_path, inputs, local_workspace):
     assert status.returncode == 0, status.stderr
     doc = json.loads(status.stdout)
     assert set(doc) == STATUS_KEYS | PROBLEM_KEYS
-    assert {k: doc[k] for k in STATUS_KEYS} == {"groups": 2, "paths": 4, "done": 0, "failed": 0, "locked": 0, "claimed_ahead": 0, "pending": 2, "remaining": 2, "finished": 0, "released": 0, "wait_seconds": 0}
+    assert {k: doc[k] for k in STATUS_KEYS} == {
+        "groups": 2,
+        "paths": 4,
+        "done": 0,
+        "failed": 0,
+        "locked": 0,
+        "claimed_ahead": 0,
+        "pending": 2,
+        "remaining": 2,
+        "finished": 0,
+        "released": 0,
+        "wait_seconds": 0,
+    }
     assert {k: doc[k] for k in PROBLEM_KEYS} == {"input_error_groups": 0, "manifests_with_bad_lines": 0, "manifest_errors": []}
 
     work = cli(tmp_path, "work", local_workspace, "--json", "--time-limit", "60", "--worker-id", "cli-worker", "--processor", "text")
@@ -239,7 +265,15 @@ def test_cli_bad_input_exits_2_and_changes_nothing(tmp_path, inputs, local_works
 
 
 # argparse's own usage errors name the command; the others are the library's one line.
-USAGE_ERRORS = {"group-size-zero", "time-limit-inf", "lease-nan", "margin-negative", "group-size-not-a-number", "worker-index-negative", "port-out-of-range"}
+USAGE_ERRORS = {
+    "group-size-zero",
+    "time-limit-inf",
+    "lease-nan",
+    "margin-negative",
+    "group-size-not-a-number",
+    "worker-index-negative",
+    "port-out-of-range",
+}
 
 
 @pytest.mark.parametrize("case", [c for c in BAD_INVOCATIONS if c not in USAGE_ERRORS])

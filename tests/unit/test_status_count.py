@@ -17,15 +17,14 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from support import recount_status
-from s3wq.store import layout
-from s3wq.store import LocalBackend
-from s3wq.protocol.bodies import FAILED, RELEASED, LockBody
+
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.index import Group, WorkIndex, encode_groups, make_groups
 from s3wq.ops.operations import failed_groups, inspect_group, list_failures
 from s3wq.ops.status import MAX_PARTITION_GROUPS, flag_partitions, partition_digits, queue_status
+from s3wq.protocol.bodies import FAILED, RELEASED, LockBody
+from s3wq.store import LocalBackend, layout
 
 LEASE = 600.0
 # Ages a half second off whole seconds, far from the lease: live and stale

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from s3wq.store import layout
 from s3wq.config import WorkerSettings
+from s3wq.dev.samples import make_pdf
 from s3wq.index import Group, WorkIndex
 from s3wq.processors import ProcessorContext, text
+from s3wq.store import layout
 from s3wq.worker import Worker
-from s3wq.dev.samples import make_pdf
 
 PDF_PAGES = [["Invoice 2024-001", "Total due: 42 EUR (net)"], ["Page two says hello"]]
 UNICODE_TEXT = "Grüße aus Köln — naïve café, 東京, ✓\nsecond line\n"
@@ -84,7 +84,12 @@ def test_a_utf8_text_file_is_kept_exactly_and_written_unescaped(local_backend, i
 
     assert "error" not in record
     assert record["text"] == UNICODE_TEXT
-    assert record["metadata"] == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": "text/plain", "pages": None}
+    assert record["metadata"] == {
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "content_type": "text/plain",
+        "pages": None,
+    }
     # The result object is UTF-8 JSON, not \\u escapes.
     assert "Grüße aus Köln" in local_backend.read(layout.result_key(group.hash)).body.decode("utf-8")
 
@@ -124,7 +129,12 @@ def test_a_corrupt_pdf_is_an_error_record_with_its_metadata(local_backend, input
 
     assert record["text"] is None
     assert "not a readable PDF" in record["error"]
-    assert record["metadata"] == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": "application/pdf", "pages": None}
+    assert record["metadata"] == {
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "content_type": "application/pdf",
+        "pages": None,
+    }
 
 
 def test_an_unsupported_binary_is_an_error_record(local_backend, inputs):

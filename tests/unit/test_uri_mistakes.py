@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from s3wq.store import uri_mistake
 from s3wq.config import ENV_WORKSPACE, LambdaConfig
 from s3wq.errors import ConfigError
+from s3wq.store import uri_mistake
 
 
 @pytest.mark.parametrize(

@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from s3wq.store import layout
-from s3wq.protocol.bodies import FAILED, LOST, TIMEOUT, LockBody
-from s3wq.protocol.claims import ClaimProtocol
 from s3wq.config import WorkerSettings
 from s3wq.errors import ObjectNotFound, StorageError
+from s3wq.host.stopping import GracefulStop
 from s3wq.index import WorkIndex
 from s3wq.ops.status import queue_status
-from s3wq.host.stopping import GracefulStop
+from s3wq.protocol.bodies import FAILED, LOST, TIMEOUT, LockBody
+from s3wq.protocol.claims import ClaimProtocol
+from s3wq.store import layout
 from s3wq.worker import Worker
 
 LONG = 60.0
@@ -76,7 +76,17 @@ def test_a_group_fails_after_its_attempts_with_the_kind_of_failure_recorded(loca
     # The lock stays, marked failed, so that no worker starts the group over.
     assert LockBody.decode(local_backend.read(layout.lock_key(group.hash)).body).state == FAILED
     assert queue_status(local_backend) == {
-        "groups": 1, "paths": 2, "done": 0, "failed": 1, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 1, "released": 0, "wait_seconds": 0
+        "groups": 1,
+        "paths": 2,
+        "done": 0,
+        "failed": 1,
+        "locked": 0,
+        "claimed_ahead": 0,
+        "pending": 0,
+        "remaining": 0,
+        "finished": 1,
+        "released": 0,
+        "wait_seconds": 0,
     }
 
 
@@ -123,7 +133,7 @@ def test_a_worker_leaves_a_group_a_live_worker_holds(local_backend):
 
 
 def test_a_worker_leaves_a_group_that_needs_more_time_than_it_has_left(local_backend):
-    first, timed_out = sorted(populated(local_backend, 2, 1), key=lambda g: g.hash)
+    _first, timed_out = sorted(populated(local_backend, 2, 1), key=lambda g: g.hash)
     protocol = ClaimProtocol(local_backend, worker_id="earlier", lease_seconds=60)
     protocol.hand_back(protocol.claim(timed_out.hash, budget=20), TIMEOUT, counted=False, needs_seconds=20)
     before = local_backend.read(layout.lock_key(timed_out.hash)).body
@@ -133,7 +143,12 @@ def test_a_worker_leaves_a_group_that_needs_more_time_than_it_has_left(local_bac
         left["seconds"] = 30.0  # the first group took half the worker's time
 
     report = Worker(
-        local_backend, uses_most_of_the_time, WorkerSettings(time_limit=60), worker_id="w1", position=0.0, remaining_time=lambda: left["seconds"]
+        local_backend,
+        uses_most_of_the_time,
+        WorkerSettings(time_limit=60),
+        worker_id="w1",
+        position=0.0,
+        remaining_time=lambda: left["seconds"],
     ).run()
 
     # 27 s left, and the group needs twice its 20 s (or 95 % of a fresh worker's 57 s): not here.
@@ -142,7 +157,13 @@ def test_a_worker_leaves_a_group_that_needs_more_time_than_it_has_left(local_bac
     # The group is still pending, and this worker could not take it: the queue is not empty, and it says why it stopped.
     assert report.stopped_reason == "not_enough_time"
     lock, earlier = LockBody.decode(local_backend.read(layout.lock_key(timed_out.hash)).body), LockBody.decode(before)
-    assert (lock.state, lock.outcome, lock.counted, lock.attempt, lock.needs_seconds) == (earlier.state, TIMEOUT, False, earlier.attempt, 20)
+    assert (lock.state, lock.outcome, lock.counted, lock.attempt, lock.needs_seconds) == (
+        earlier.state,
+        TIMEOUT,
+        False,
+        earlier.attempt,
+        20,
+    )
     # A fresh worker takes it.
     report = Worker(local_backend, Recorder(), WorkerSettings(time_limit=60), worker_id="w2").run()
     assert (report.processed, report.stopped_reason) == (1, "queue_empty")

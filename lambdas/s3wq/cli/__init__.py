@@ -14,15 +14,15 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from botocore.exceptions import NoCredentialsError, NoRegionError
 
 from s3wq import __version__
-
-from s3wq.store import layout
-from s3wq.store import S3Backend, open_backend, request_counts, uri_mistake
+from s3wq.cli.execution import DEFAULT_STACK_NAME, concurrency_warning, find_stack, follow_execution, start_execution, workspace_backend
+from s3wq.cli.progress import RunProgress
 from s3wq.config import (
     DEFAULT_BREAKER_GROUPS,
     DEFAULT_GROUP_SIZE,
@@ -37,8 +37,11 @@ from s3wq.config import (
     WorkerSettings,
 )
 from s3wq.errors import BadInput, BadSource, ConfigError, NothingIndexed, S3wqError
-from s3wq.cli.execution import DEFAULT_STACK_NAME, concurrency_warning, find_stack, follow_execution, start_execution, workspace_backend
+from s3wq.host.runners import HostRunner
+from s3wq.host.sandbox import ProcessorHost
+from s3wq.host.stopping import GracefulStop
 from s3wq.index import WorkIndex
+from s3wq.inputs import ANYTHING, InputLocation, InputPolicy, parse_locations
 from s3wq.ops.operations import (
     ManifestErrorWatch,
     ResetResult,
@@ -54,16 +57,12 @@ from s3wq.ops.operations import (
     reset_groups,
     workspace_problems,
 )
-from s3wq.processors import BUILTIN_PROCESSORS, importable_from_current_directory, load_processor
-from s3wq.cli.progress import RunProgress
-from s3wq.host.runners import HostRunner
-from s3wq.host.sandbox import ProcessorHost
-from s3wq.inputs import ANYTHING, InputLocation, InputPolicy, parse_locations
 from s3wq.ops.sources import SourceExpander
 from s3wq.ops.status import queue_status
-from s3wq.host.stopping import GracefulStop
-from s3wq.worker import Worker
+from s3wq.processors import BUILTIN_PROCESSORS, importable_from_current_directory, load_processor
+from s3wq.store import S3Backend, layout, open_backend, request_counts, uri_mistake
 from s3wq.wording import plural as _plural
+from s3wq.worker import Worker
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -137,8 +136,10 @@ def cmd_populate(args: argparse.Namespace) -> int:
     _emit(
         args,
         doc,
-        lambda d: f"added {_plural(d['added_paths'], 'path')} in {_plural(d['added_groups'], 'group')} "
-        f"({d['already_indexed']} already indexed); index now holds {_plural(d['paths'], 'path')} in {_plural(d['groups'], 'group')}",
+        lambda d: (
+            f"added {_plural(d['added_paths'], 'path')} in {_plural(d['added_groups'], 'group')} "
+            f"({d['already_indexed']} already indexed); index now holds {_plural(d['paths'], 'path')} in {_plural(d['groups'], 'group')}"
+        ),
     )
     return EXIT_OK
 
@@ -156,8 +157,7 @@ def _status_text(doc: dict, workspace: str) -> str:
     lines = [_counts_line(doc)]
     if doc.get("input_error_groups"):
         lines.append(
-            f"{_plural(doc['input_error_groups'], 'done group')} had inputs the processor could not use: "
-            f"s3wq failures {workspace} --inputs"
+            f"{_plural(doc['input_error_groups'], 'done group')} had inputs the processor could not use: s3wq failures {workspace} --inputs"
         )
     lines.extend(_manifest_problems_lines(doc))
     return "\n".join(lines)
@@ -287,8 +287,9 @@ def _status(args: argparse.Namespace, backend) -> int:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    from s3wq.store import make_s3_client
     import boto3
+
+    from s3wq.store import make_s3_client
 
     stack = find_stack(boto3.client("cloudformation"), args.stack)
     sfn = boto3.client("stepfunctions")
@@ -311,12 +312,22 @@ def cmd_start(args: argparse.Namespace) -> int:
     backend = workspace_backend(stack.workspace, make_s3_client())
     description, status = follow_execution(sfn, execution_arn, backend, show=not args.json)
     output = json.loads(description.get("output") or "null")
-    doc = {"execution_arn": execution_arn, "execution_status": description["status"], "error": description.get("error"), "cause": description.get("cause"), "output": output, "status": status}
+    doc = {
+        "execution_arn": execution_arn,
+        "execution_status": description["status"],
+        "error": description.get("error"),
+        "cause": description.get("cause"),
+        "output": output,
+        "status": status,
+    }
     _emit(
         args,
         doc,
-        lambda d: f"{d['execution_status']}" + (f" ({d['error']}: {d['cause']})" if d["error"] else "")
-        + f"; done {status['done']}/{status['groups']}, failed {status['failed']}, remaining {status['remaining']}",
+        lambda d: (
+            f"{d['execution_status']}"
+            + (f" ({d['error']}: {d['cause']})" if d["error"] else "")
+            + f"; done {status['done']}/{status['groups']}, failed {status['failed']}, remaining {status['remaining']}"
+        ),
     )
     return EXIT_OK if description["status"] == "SUCCEEDED" else EXIT_FAILED
 
@@ -361,7 +372,9 @@ def cmd_failures(args: argparse.Namespace) -> int:
             if f.get("traceback"):
                 tb = f["traceback"].rstrip().splitlines()
                 shown = tb if verbose else tb[-_TRACEBACK_TAIL_LINES:]
-                lines.append("    traceback" + ("" if verbose or len(tb) <= len(shown) else f" (last {len(shown)} lines; -v for all)") + ":")
+                lines.append(
+                    "    traceback" + ("" if verbose or len(tb) <= len(shown) else f" (last {len(shown)} lines; -v for all)") + ":"
+                )
                 lines.extend(f"      {t}" for t in shown)
         return "\n".join(lines)
 
@@ -378,12 +391,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         lines = [f"group {d['hash']}: {_printable(state)}", "paths:", *(f"  {_printable(p)}" for p in d["paths"])]
         lock = d["lock"]
         lines.append(
-            "lock: none" if lock is None else "lock: " + ", ".join(f"{k}={_printable(v)}" for k, v in lock.items() if v is not None and v is not False)
+            "lock: none"
+            if lock is None
+            else "lock: " + ", ".join(f"{k}={_printable(v)}" for k, v in lock.items() if v is not None and v is not False)
         )
         for name in ("done", "failed"):
             if d[name] is not None:
                 lines.append(
-                    f"{name}: " + ", ".join(f"{k}={_printable(v)}" for k, v in d[name].items() if k not in ("paths", "traceback", "error_frame"))
+                    f"{name}: "
+                    + ", ".join(f"{k}={_printable(v)}" for k, v in d[name].items() if k not in ("paths", "traceback", "error_frame"))
                 )
         at = _frame_line((d["failed"] or {}).get("error_frame"))
         if at:
@@ -396,7 +412,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             lines.extend(f"  {_printable(i.get('path'))}: {_printable(i.get('error'))}" for i in d["input_errors"].get("inputs", []))
         result = d["result"]
         lines.append(
-            "result: none" if result is None else f"result: {result['uri']} ({_plural(result['records'], 'record')}, {_plural(result['bytes'], 'byte')})"
+            "result: none"
+            if result is None
+            else f"result: {result['uri']} ({_plural(result['records'], 'record')}, {_plural(result['bytes'], 'byte')})"
         )
         return "\n".join(lines)
 
@@ -428,7 +446,14 @@ def cmd_work(args: argparse.Namespace) -> int:
     with GracefulStop() as stop:
         try:
             worker = Worker(
-                backend, None, settings, runner=HostRunner(host, stop=stop), worker_id=worker_id, position=position, stop=stop, require_index=True
+                backend,
+                None,
+                settings,
+                runner=HostRunner(host, stop=stop),
+                worker_id=worker_id,
+                position=position,
+                stop=stop,
+                require_index=True,
             )
             report = worker.run()
         finally:
@@ -437,10 +462,12 @@ def cmd_work(args: argparse.Namespace) -> int:
     _emit(
         args,
         doc,
-        lambda d: f"{d['worker_id']}: processed {d['processed']}"
-        + (f" ({_plural(d['input_errors'], 'input error')}: s3wq failures {args.workspace} --inputs)" if d["input_errors"] else "")
-        + f", failed {d['failed']}, conflicts {d['conflicts']}, "
-        f"reclaimed {d['reclaimed']}; stopped: {d['stopped_reason']}",
+        lambda d: (
+            f"{d['worker_id']}: processed {d['processed']}"
+            + (f" ({_plural(d['input_errors'], 'input error')}: s3wq failures {args.workspace} --inputs)" if d["input_errors"] else "")
+            + f", failed {d['failed']}, conflicts {d['conflicts']}, "
+            f"reclaimed {d['reclaimed']}; stopped: {d['stopped_reason']}"
+        ),
     )
     if stop.requested:
         print(f"s3wq: stopped by {signal.Signals(stop.signum).name}; the group in hand was handed back", file=sys.stderr)
@@ -487,7 +514,9 @@ def cmd_reset(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.yes and sys.stdin.isatty():
         try:
-            answer = input(f"reset {_plural(len(hashes), 'group')} of {backend.uri}, to run again (each result replaced when it does)? [y/N] ")
+            answer = input(
+                f"reset {_plural(len(hashes), 'group')} of {backend.uri}, to run again (each result replaced when it does)? [y/N] "
+            )
         except EOFError:  # Ctrl-D: no
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
@@ -724,7 +753,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", action="store_true", help="list the inputs of done groups that the processor reported it could not use")
     p.set_defaults(func=cmd_failures)
 
-    p = add("inspect", "Show one group: paths, lock (owner, attempt, age), done/failed state, result.", "s3wq inspect s3://my-bucket/run1 3f2a...e9")
+    p = add(
+        "inspect",
+        "Show one group: paths, lock (owner, attempt, age), done/failed state, result.",
+        "s3wq inspect s3://my-bucket/run1 3f2a...e9",
+    )
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("hash", help="the group's 40-character hash")
     p.set_defaults(func=cmd_inspect)
@@ -736,7 +769,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("--worker-id", help="name recorded in locks and flags (default: random)")
-    p.add_argument("--worker-index", type=_non_negative_int, metavar="I", help="this worker's number, 0..N-1, when N start together (spreads them out)")
+    p.add_argument(
+        "--worker-index", type=_non_negative_int, metavar="I", help="this worker's number, 0..N-1, when N start together (spreads them out)"
+    )
     p.add_argument("--workers", type=_positive_int, metavar="N", help="how many workers start together (with --worker-index)")
     p.add_argument(
         "--time-limit",
@@ -760,7 +795,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"how long a lock s3wq cannot read (olmocr's) is honoured (default {FOREIGN_LOCK_TIMEOUT_SECONDS:.0f}, olmocr's own)",
     )
-    p.add_argument("--max-attempts", type=_positive_int, default=DEFAULT_MAX_ATTEMPTS, help=f"attempts before a group fails (default {DEFAULT_MAX_ATTEMPTS})")
+    p.add_argument(
+        "--max-attempts",
+        type=_positive_int,
+        default=DEFAULT_MAX_ATTEMPTS,
+        help=f"attempts before a group fails (default {DEFAULT_MAX_ATTEMPTS})",
+    )
     p.add_argument(
         "--group-timeout",
         type=_positive_float,
@@ -769,7 +809,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop a run of a group that lasts longer (kind timeout; it counts as an attempt, and the worker moves on) "
         "(default: none, a run may take what the time limit leaves)",
     )
-    p.add_argument("--safety-margin", type=_non_negative_float, help="seconds kept free before the deadline (default: 5%% of the limit, 0.2-10 s)")
+    p.add_argument(
+        "--safety-margin", type=_non_negative_float, help="seconds kept free before the deadline (default: 5%% of the limit, 0.2-10 s)"
+    )
     p.add_argument(
         "--retry-backoff",
         type=_non_negative_float,
@@ -805,8 +847,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add(
         "reset",
-        "Make done (and failed) groups pending again, to run them again: after changing the processor, say. "
-        "Asks first on a terminal.",
+        "Make done (and failed) groups pending again, to run them again: after changing the processor, say. Asks first on a terminal.",
         "s3wq reset ./ws --all --yes",
     )
     p.add_argument("workspace", help=WORKSPACE_HELP)

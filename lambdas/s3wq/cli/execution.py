@@ -11,10 +11,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from s3wq.store import Backend, S3Backend, parse_s3_uri
-from s3wq.errors import BadInput, StorageError
 from s3wq.cli.progress import RunProgress
+from s3wq.errors import BadInput, StorageError
 from s3wq.ops.status import queue_status
+from s3wq.store import Backend, S3Backend, parse_s3_uri
 from s3wq.wording import plural
 
 DEFAULT_STACK_NAME = "S3wq"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import IO, Any
+from typing import IO, Any, Self
 
 PLAIN_INTERVAL_SECONDS = 2.0
 # "Nothing has finished lately": no group finished for STALL_FACTOR times the
@@ -79,9 +79,7 @@ class RunProgress:
         # No estimate (no rate yet, or nothing finished lately) is no ETA at all: a "?" or a guess reads as progress.
         eta_text = "" if eta is None else f"  ETA {eta:.0f}s"
         ahead = f" ({status['claimed_ahead']} claimed ahead)" if status.get("claimed_ahead") else ""
-        detail = (
-            f"failed {status['failed']}  locked {status['locked']}{ahead}  pending {status['pending']}  {rate:.1f} groups/s{eta_text}"
-        )
+        detail = f"failed {status['failed']}  locked {status['locked']}{ahead}  pending {status['pending']}  {rate:.1f} groups/s{eta_text}"
         if self._progress is not None:
             self._progress.update(self._task, total=status["groups"] or None, completed=status["done"] + status["failed"], detail=detail)
         else:
@@ -108,8 +106,8 @@ class RunProgress:
             print(self._unprinted, file=self.stream, flush=True)
             self._unprinted = None
 
-    def __enter__(self) -> "RunProgress":
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

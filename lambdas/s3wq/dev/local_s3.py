@@ -77,11 +77,15 @@ class LocalServer:
             try:
                 probe.bind(("127.0.0.1", self.port))
             except PermissionError:
-                raise BadInput(f"port {self.port} may not be used by this user (ports below 1024 need root); choose another with --port") from None
+                raise BadInput(
+                    f"port {self.port} may not be used by this user (ports below 1024 need root); choose another with --port"
+                ) from None
             except OSError:
-                raise BadInput(f"port {self.port} is already in use; choose another with --port, or leave --port out for a free one") from None
+                raise BadInput(
+                    f"port {self.port} is already in use; choose another with --port, or leave --port out for a free one"
+                ) from None
 
-    def start(self, timeout: float = 60.0) -> "LocalServer":
+    def start(self, timeout: float = 60.0) -> LocalServer:
         self._check_port_free()
         log = self.output()
         try:
@@ -137,7 +141,7 @@ class LocalServer:
     def __enter__(self):
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -234,7 +238,9 @@ def ignoring_conditions(app: Any, bucket_prefix: str) -> Any:
     return application
 
 
-def serve(host: str, port: int, *, without_conditional_delete_prefix: str | None = None, ignoring_conditions_prefix: str | None = None) -> None:
+def serve(
+    host: str, port: int, *, without_conditional_delete_prefix: str | None = None, ignoring_conditions_prefix: str | None = None
+) -> None:
     """Run moto's server app with PUT and DELETE serialised."""
     import signal
 
@@ -258,9 +264,13 @@ if __name__ == "__main__":
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument(
-        "--no-conditional-delete", metavar="BUCKET_PREFIX", help="in buckets named so, answer DELETE with If-Match with 501, as LocalStack does"
+        "--no-conditional-delete",
+        metavar="BUCKET_PREFIX",
+        help="in buckets named so, answer DELETE with If-Match with 501, as LocalStack does",
     )
-    parser.add_argument("--ignore-conditions", metavar="BUCKET_PREFIX", help="in buckets named so, ignore If-None-Match and If-Match on writes")
+    parser.add_argument(
+        "--ignore-conditions", metavar="BUCKET_PREFIX", help="in buckets named so, ignore If-None-Match and If-Match on writes"
+    )
     options = parser.parse_args()
     os.environ.setdefault("MOTO_PORT", str(options.port))
     serve(

@@ -22,12 +22,11 @@ from urllib.parse import unquote_plus
 from aws_lambda_powertools.utilities.data_classes import S3Event
 from botocore.exceptions import ClientError
 
-from s3wq.store import layout
 from s3wq.errors import BadInput, BadSource, StorageError
+from s3wq.handlers.runtime import Runtime, logger, metrics, runtime, tracer
 from s3wq.index import WorkIndex
 from s3wq.ops.sources import MAX_BAD_LINES_KEPT, SourceExpander, deployed_limits
-
-from s3wq.handlers.runtime import Runtime, logger, metrics, runtime, tracer
+from s3wq.store import layout
 
 MANIFESTS_DIR = layout.MANIFESTS_DIR
 # Step Functions execution names: 1-80 characters of [A-Za-z0-9_-].
@@ -36,7 +35,7 @@ _EXECUTION_NAME_PREFIX = "manifest-"
 
 def execution_name(bucket: str, key: str, etag: str) -> str:
     """The same manifest version always maps to the same execution name."""
-    digest = hashlib.sha1(f"{bucket}\0{key}\0{etag.strip(chr(34))}".encode("utf-8")).hexdigest()
+    digest = hashlib.sha1(f"{bucket}\0{key}\0{etag.strip(chr(34))}".encode()).hexdigest()
     return _EXECUTION_NAME_PREFIX + digest
 
 
@@ -149,11 +148,11 @@ def _manifest_record(rt: Runtime, record: Any, context: Any) -> dict:
     except BadSource as exc:
         # e.g. the manifest was deleted before we read it: report, do not retry forever
         logger.error("manifest unreadable", extra={"manifest": uri, "error": str(exc)})
-        record_manifest_errors(rt, key[len(manifests_prefix):], uri, [{"manifest": uri, "line": 0, "reason": str(exc)}])
+        record_manifest_errors(rt, key[len(manifests_prefix) :], uri, [{"manifest": uri, "line": 0, "reason": str(exc)}])
         return {"manifest": uri, "error": str(exc)}
     # Before the execution starts: `s3wq status` shows these from the first poll.
     try:
-        errors_uri = record_manifest_errors(rt, key[len(manifests_prefix):], uri, outcome["bad_lines"], outcome["bad_line_count"])
+        errors_uri = record_manifest_errors(rt, key[len(manifests_prefix) :], uri, outcome["bad_lines"], outcome["bad_line_count"])
     except StorageError as exc:
         # The lines are in this log; the paths indexed must still be run.
         logger.error("bad manifest lines not recorded", extra={"manifest": uri, "error": str(exc)})
@@ -212,5 +211,9 @@ def handler(event: Any, context: Any) -> dict:
             raise BadInput(f"'group_size' must be a positive integer, got {group_size!r}")
         outcome = populate_sources(rt, sources, group_size, deadline=expand_deadline(context))
         name = "sources-" + hashlib.sha1(json.dumps(sorted(sources)).encode("utf-8")).hexdigest()
-        return {**outcome, **start_workers(rt, name)} if outcome["added_paths"] else {**outcome, "execution_arn": None, "execution_started": False}
+        return (
+            {**outcome, **start_workers(rt, name)}
+            if outcome["added_paths"]
+            else {**outcome, "execution_arn": None, "execution_started": False}
+        )
     raise BadInput(f"unrecognised populate event (keys: {sorted(event)[:5]}); expected S3 event Records or 'sources'")

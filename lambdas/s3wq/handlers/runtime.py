@@ -15,11 +15,11 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from s3wq.store import Backend, S3Backend, make_s3_client, open_backend
 from s3wq.config import LambdaConfig
-from s3wq.index import Group
 from s3wq.host.sandbox import ProcessorHost
+from s3wq.index import Group
 from s3wq.protocol.claims import Claim
+from s3wq.store import Backend, S3Backend, make_s3_client, open_backend
 from s3wq.worker import WorkerObserver
 
 SERVICE = "s3wq"
@@ -31,7 +31,6 @@ if "AWS_LAMBDA_FUNCTION_NAME" not in os.environ:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-
 
 
 class _NoTracer:
@@ -119,7 +118,9 @@ class PowertoolsObserver(WorkerObserver):
     def group_finished(self, group: Group, claim: Claim, outcome: str, seconds: float) -> None:
         # Named explicitly, not through the appended keys: a group is often
         # finished on a helper thread while the next one has started.
-        logger.info("group finished", extra={"group_hash": group.hash, "attempt": claim.attempt, "outcome": outcome, "seconds": round(seconds, 3)})
+        logger.info(
+            "group finished", extra={"group_hash": group.hash, "attempt": claim.attempt, "outcome": outcome, "seconds": round(seconds, 3)}
+        )
         if outcome == "done":
             metrics.add_metric(name="GroupsProcessed", unit=MetricUnit.Count, value=1)
             metrics.add_metric(name="GroupDuration", unit=MetricUnit.Milliseconds, value=round(seconds * 1000, 1))
@@ -135,4 +136,3 @@ def remaining_seconds(context: Any) -> float:
     if context is not None and hasattr(context, "get_remaining_time_in_millis"):
         return context.get_remaining_time_in_millis() / 1000.0
     return float(runtime().config.lease)
-

@@ -13,9 +13,8 @@ from typing import Any
 
 from s3wq.config import MAX_WORKERS_PER_EXECUTION
 from s3wq.errors import BadInput
-from s3wq.ops.status import queue_status
-
 from s3wq.handlers.runtime import logger, runtime, tracer
+from s3wq.ops.status import queue_status
 
 
 def worker_items(workers: Any) -> list[int]:

@@ -15,14 +15,12 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from s3wq.store import request_counts
 from s3wq.config import WorkerSettings, lambda_safety_margin
 from s3wq.errors import ConfigError
-from s3wq.host.runners import HostRunner
-from s3wq.worker import Worker
-
 from s3wq.handlers.runtime import PowertoolsObserver, logger, metrics, remaining_seconds, runtime, tracer
-
+from s3wq.host.runners import HostRunner
+from s3wq.store import request_counts
+from s3wq.worker import Worker
 
 
 def _map_item(event: Any) -> tuple[int, int]:
@@ -31,7 +29,9 @@ def _map_item(event: Any) -> tuple[int, int]:
     try:
         index, workers = int(event.get("worker_index", 0)), int(event.get("workers", 1))
     except (TypeError, ValueError):
-        raise ConfigError(f"worker_index and workers must be integers, got {event.get('worker_index')!r}, {event.get('workers')!r}") from None
+        raise ConfigError(
+            f"worker_index and workers must be integers, got {event.get('worker_index')!r}, {event.get('workers')!r}"
+        ) from None
     if workers < 1 or not 0 <= index < workers:
         raise ConfigError(f"worker_index must be in [0, workers), got {index} of {workers}")
     return index, workers

@@ -47,8 +47,8 @@ from concurrent.futures import thread as _futures_thread
 from dataclasses import dataclass
 from types import FrameType
 
-from s3wq.protocol import clock
 from s3wq.errors import S3wqError
+from s3wq.protocol import clock
 from s3wq.wording import plural
 
 _PR_SET_CHILD_SUBREAPER = 36

@@ -34,16 +34,16 @@ import time
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from s3wq.protocol import clock
-from s3wq.store import Backend
 from s3wq.host.containment import describe_leftovers, idle_pool_worker, running_children
-from s3wq.index import Group
 from s3wq.host.killtimer import KillTimer, process_kill_timer
-from s3wq.protocol.lease import LeaseKeeper
-from s3wq.processors import Processor, ProcessorContext
 from s3wq.host.sandbox import ProcessorHost, Raised, Returned, Unkillable, one_line_error, processor_traceback
 from s3wq.host.stopping import GracefulStop
+from s3wq.index import Group
+from s3wq.processors import Processor, ProcessorContext
+from s3wq.protocol import clock
+from s3wq.protocol.lease import LeaseKeeper
 from s3wq.protocol.tracebacks import own_frame, processor_roots
+from s3wq.store import Backend
 
 log = logging.getLogger("s3wq")
 
@@ -104,8 +104,13 @@ class HostRunner:
         reported = keeper.state.valid_until
         claim = keeper.claim
         self.host.run(
-            group.hash, group.paths, worker_id=keeper.protocol.worker_id, attempt=claim.attempt, owner=claim.owner,
-            deadline_epoch=deadline_epoch, held_until=reported,
+            group.hash,
+            group.paths,
+            worker_id=keeper.protocol.worker_id,
+            attempt=claim.attempt,
+            owner=claim.owner,
+            deadline_epoch=deadline_epoch,
+            held_until=reported,
         )
         try:
             while True:
@@ -241,7 +246,7 @@ class InProcessRunner:
         try:
             self.processor(group, ctx)
             return Returned(ctx.input_error_count, tuple(ctx.input_errors))
-        except Exception as exc:  # a processor failure is an attempt, never a crash of the worker
+        except Exception as exc:  # noqa: BLE001 -- a processor failure is an attempt, never a crash of the worker
             return Raised(one_line_error(exc), "".join(processor_traceback(exc)), own_frame(exc, self._roots))
         finally:
             ctx.end_run()  # a thread the processor left must not go on believing it holds the group
@@ -260,11 +265,13 @@ class InProcessRunner:
             while not finished.wait(max(0.0, min(keeper.next_wakeup() - clock.now(), keeper.wait_slice))):
                 try:
                     verdict = keeper.tick()
-                except BaseException:  # noqa: BLE001 -- a keeper that cannot keep the lease must not leave the processor running
+                except BaseException:
                     log.critical("group %s: the lease keeper failed; stopping the process", group.hash, exc_info=True)
                     verdict = "keeper failed"
                 if verdict is not None and not finished.is_set():
-                    log.critical("group %s: %s; stopping the process (an in-process processor cannot be stopped alone)", group.hash, verdict)
+                    log.critical(
+                        "group %s: %s; stopping the process (an in-process processor cannot be stopped alone)", group.hash, verdict
+                    )
                     os.kill(os.getpid(), signal.SIGKILL)
                 if timer is not None and keeper.stop_by() != armed_for:
                     armed_for = keeper.stop_by()
@@ -295,4 +302,3 @@ class InProcessRunner:
             keeper_thread.join()  # before disarming: the keeper may be re-arming the timer
             if timer is not None:
                 timer.disarm()
-

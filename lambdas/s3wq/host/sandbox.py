@@ -68,12 +68,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
-from s3wq.protocol import clock
-from s3wq.host.containment import Member, ProcessTree, outside
 from s3wq.errors import ProcessorNotFound, S3wqError
-from s3wq.inputs import ANYTHING, InputPolicy, policy_to_json
-from s3wq.protocol.tracebacks import ErrorFrame
+from s3wq.host.containment import Member, ProcessTree, outside
 from s3wq.host.warden import EXIT_ENDED
+from s3wq.inputs import ANYTHING, InputPolicy, policy_to_json
+from s3wq.protocol import clock
+from s3wq.protocol.tracebacks import ErrorFrame
 
 MAX_TRACEBACK_CHARS = 8000
 # How long kill() waits for the warden to end the host: longer than the warden keeps trying itself.
@@ -266,7 +266,13 @@ class ProcessorHost:
             name, _, value = _ORPHANS.mark.decode().partition("=")
             env[name] = value
         command = [
-            sys.executable, "-c", _HOST_ENTRY, str(theirs.fileno()), str(os.getpid()), self.processor_spec, self.workspace_uri,
+            sys.executable,
+            "-c",
+            _HOST_ENTRY,
+            str(theirs.fileno()),
+            str(os.getpid()),
+            self.processor_spec,
+            self.workspace_uri,
             policy_to_json(self.input_policy),
         ]
         try:
@@ -310,7 +316,9 @@ class ProcessorHost:
         except (BrokenPipeError, OSError):
             pass  # the host died; the next wait reports how
 
-    def run(self, hash_: str, paths: Sequence[str], *, worker_id: str, attempt: int, owner: str, deadline_epoch: float, held_until: float) -> None:
+    def run(
+        self, hash_: str, paths: Sequence[str], *, worker_id: str, attempt: int, owner: str, deadline_epoch: float, held_until: float
+    ) -> None:
         self._held_until = held_until
         self._send(("run", hash_, list(paths), worker_id, attempt, owner, deadline_epoch, held_until))
 

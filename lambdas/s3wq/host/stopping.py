@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, Self
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -58,12 +59,12 @@ class GracefulStop:
     def _handle(self, signum: int, frame: Any) -> None:
         self.request(signum)
 
-    def __enter__(self) -> "GracefulStop":
+    def __enter__(self) -> Self:
         for sig in STOP_SIGNALS:
             self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         os.close(self._read_fd)

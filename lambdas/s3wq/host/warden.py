@@ -25,11 +25,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection, wait
 
-from s3wq.protocol import clock
-from s3wq.host.containment import KeptAppearing, Member, ModuleThreads, ProcessTree, describe_leftovers, leftover_threads, not_kept
 from s3wq.errors import S3wqError
-from s3wq.inputs import InputPolicy, policy_from_json
+from s3wq.host.containment import KeptAppearing, Member, ModuleThreads, ProcessTree, describe_leftovers, leftover_threads, not_kept
 from s3wq.host.killtimer import KillTimer
+from s3wq.inputs import InputPolicy, policy_from_json
+from s3wq.protocol import clock
 from s3wq.protocol.tracebacks import own_frame, processor_roots
 
 # The host stops itself this long after the lease the worker reported, if
@@ -120,10 +120,10 @@ def _reap_killed(pids: list[int]) -> None:
 
 
 def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
-    from s3wq.store import open_backend
+    from s3wq.host.sandbox import MAX_TRACEBACK_CHARS, one_line_error, processor_traceback
     from s3wq.index import Group
     from s3wq.processors import ProcessorContext, load_processor
-    from s3wq.host.sandbox import MAX_TRACEBACK_CHARS, one_line_error, processor_traceback
+    from s3wq.store import open_backend
 
     try:
         processor = load_processor(processor_spec)

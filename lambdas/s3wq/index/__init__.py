@@ -41,16 +41,12 @@ import random
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterable, Iterator, Sequence
 
 import zstandard
 
-from s3wq.store import layout
-from s3wq.protocol.bodies import strict_json
-from s3wq.wording import plural
-from s3wq.store import Backend, StoredObject
 from s3wq.errors import (
     BadGroupHash,
     ConditionFailed,
@@ -63,6 +59,9 @@ from s3wq.errors import (
     ObjectNotFound,
     S3wqError,
 )
+from s3wq.protocol.bodies import strict_json
+from s3wq.store import Backend, StoredObject, layout
+from s3wq.wording import plural
 
 SEGMENT_TARGET_GROUPS = 1000
 # Segment PUTs in flight at once during a populate (each one small: S3 takes thousands per second per prefix).
@@ -126,7 +125,7 @@ class Catalog:
         return json.dumps(doc, separators=(",", ":")).encode("utf-8")
 
     @classmethod
-    def from_json(cls, data: bytes) -> "Catalog":
+    def from_json(cls, data: bytes) -> Catalog:
         try:
             doc = strict_json(data)
             if not isinstance(doc, dict) or doc.get("format") != CATALOG_FORMAT:
@@ -235,7 +234,7 @@ class _LineFeed:
         self._given_back: str | None = None
         self.consumed = 0
 
-    def __iter__(self) -> "_LineFeed":
+    def __iter__(self) -> _LineFeed:
         return self
 
     def __next__(self) -> str:

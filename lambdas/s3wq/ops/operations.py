@@ -12,9 +12,6 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from s3wq.store import layout
-from s3wq.store import MAX_PARALLEL_REQUESTS, Backend
-from s3wq.protocol.bodies import HELD, OPERATOR, RELEASED, REQUEUED, LockBody, error_frame, load_object, now_iso
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.errors import BadInput, ConditionalDeleteUnsupported, ObjectChanged, ObjectNotFound
 from s3wq.index import Group, WorkIndex
@@ -29,6 +26,8 @@ from s3wq.ops.status import (
     read_locks,
     scan_flags,
 )
+from s3wq.protocol.bodies import HELD, OPERATOR, RELEASED, REQUEUED, LockBody, error_frame, load_object, now_iso
+from s3wq.store import MAX_PARALLEL_REQUESTS, Backend, layout
 from s3wq.wording import plural
 
 # Conditional writes that lose to a concurrent change are retried after a

@@ -14,17 +14,17 @@ import os
 import re
 import stat
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import zstandard
 from botocore.exceptions import BotoCoreError, ClientError
 
-from s3wq.store import layout
-from s3wq.store import MAX_PARALLEL_REQUESTS, make_s3_client, parse_s3_uri, uri_mistake
 from s3wq.errors import BadManifestLine, BadManifestLines, BadSource, BadWorkspace, ExpansionLimitReached, StorageError
 from s3wq.inputs import ANYTHING, InputPolicy, shown
+from s3wq.store import MAX_PARALLEL_REQUESTS, layout, make_s3_client, parse_s3_uri, uri_mistake
 
 _GLOB_CHARS = "*?["
 _MISSING = "no such object (or not readable): "
@@ -103,8 +103,15 @@ def deployed_limits(deadline: float | None) -> ExpansionLimits:
 _WORKSPACE_TOPS = frozenset(
     key.split("/")[0]
     for key in (
-        layout.LEGACY_INDEX_KEY, layout.LOCKS_PREFIX, layout.DONE_PREFIX, layout.FAILED_PREFIX, layout.RESULTS_PREFIX,
-        layout.INDEX_CATALOG_KEY, layout.INPUT_ERRORS_PREFIX, layout.MANIFEST_ERRORS_PREFIX, layout.MANIFESTS_DIR,
+        layout.LEGACY_INDEX_KEY,
+        layout.LOCKS_PREFIX,
+        layout.DONE_PREFIX,
+        layout.FAILED_PREFIX,
+        layout.RESULTS_PREFIX,
+        layout.INDEX_CATALOG_KEY,
+        layout.INPUT_ERRORS_PREFIX,
+        layout.MANIFEST_ERRORS_PREFIX,
+        layout.MANIFESTS_DIR,
     )
 )
 
@@ -230,7 +237,9 @@ class ManifestLine:
 
 
 def _too_big(name: str, limit: int) -> BadSource:
-    return ExpansionLimitReached(f"{name}: manifest larger than {limit:,} bytes decompressed (the most populate reads of one manifest); split it")
+    return ExpansionLimitReached(
+        f"{name}: manifest larger than {limit:,} bytes decompressed (the most populate reads of one manifest); split it"
+    )
 
 
 def _bounded_lines(stream: Any, cap: int, name: str, max_bytes: int | None = None) -> Iterator[tuple[bytes, bool]]:
@@ -299,7 +308,9 @@ def iter_manifest(
         # One byte more than the cap: the CR of a CRLF ending is not part of the line.
         for number, (raw, long) in enumerate(_bounded_lines(stream, MAX_MANIFEST_LINE_BYTES + 1, name, max_bytes), start=1):
             if max_lines is not None and number > max_lines:
-                raise ExpansionLimitReached(f"{name}: manifest of more than {max_lines:,} lines (the most populate reads of one manifest); split it")
+                raise ExpansionLimitReached(
+                    f"{name}: manifest of more than {max_lines:,} lines (the most populate reads of one manifest); split it"
+                )
             if number == 1 and raw.startswith(_BOM):  # editors on Windows start files with a byte-order mark
                 raw = raw[len(_BOM) :]
             raw = raw.rstrip(b"\r")
@@ -418,7 +429,9 @@ class SourceExpander:
         self._paths += len(paths)
         limit = self.limits.paths
         if limit is not None and self._paths > limit:
-            raise ExpansionLimitReached(f"{shown(source)}: more than {limit:,} paths in all (the most one populate indexes); split the manifest")
+            raise ExpansionLimitReached(
+                f"{shown(source)}: more than {limit:,} paths in all (the most one populate indexes); split the manifest"
+            )
         result.paths.extend(paths)
 
     def _out_of_time(self) -> bool:
@@ -542,7 +555,9 @@ class SourceExpander:
                 contents = page.get("Contents", [])
                 self._keys_listed += len(contents)
                 if limit is not None and self._keys_listed > limit:
-                    raise ExpansionLimitReached(f"{shown(pattern)}: globs listed more than {limit:,} keys in all (the most one populate lists); name a narrower prefix")
+                    raise ExpansionLimitReached(
+                        f"{shown(pattern)}: globs listed more than {limit:,} keys in all (the most one populate lists); name a narrower prefix"
+                    )
                 for item in contents:
                     if fnmatch.fnmatchcase(item["Key"], key_pattern) and not self._in_workspace(bucket, item["Key"]):
                         matches.append(f"s3://{bucket}/{item['Key']}")

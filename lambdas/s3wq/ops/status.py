@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import math
 import queue
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
-from s3wq.store import layout
-from s3wq.store import MAX_PARALLEL_REQUESTS, Backend
-from s3wq.protocol.bodies import FAILED, FINISHED, RELEASED, LockBody
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.errors import BadInput, ObjectNotFound
 from s3wq.index import WorkIndex
+from s3wq.protocol.bodies import FAILED, FINISHED, RELEASED, LockBody
+from s3wq.store import MAX_PARALLEL_REQUESTS, Backend, layout
 
 # ListObjectsV2 returns at most 1,000 keys a page.
 LIST_PAGE_KEYS = 1000

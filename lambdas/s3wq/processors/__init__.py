@@ -18,17 +18,17 @@ import re
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from s3wq.store import layout
-from s3wq.store import Backend, S3Backend, make_s3_client, parse_s3_uri
 from s3wq.errors import BadSource, BadWorkspace, InputNotFound, InputRefused, LeaseLost, ProcessorNotFound, StorageError
-from s3wq.inputs import ANYTHING, InputPolicy
 from s3wq.index import Group
+from s3wq.inputs import ANYTHING, InputPolicy
+from s3wq.store import Backend, S3Backend, layout, make_s3_client, parse_s3_uri
 
 Processor = Callable[[Group, "ProcessorContext"], Any]
 MAX_INPUT_ERRORS_KEPT = 100
@@ -235,7 +235,7 @@ def load_processor(spec: str) -> Processor:
         raise ProcessorNotFound(f"processor module {module_name!r} cannot be imported: {_where(exc)}{exc}") from None
     except SyntaxError as exc:
         raise ProcessorNotFound(f"{exc.filename}:{exc.lineno}: {type(exc).__name__}: {exc.msg}") from None
-    except Exception as exc:  # anything the module raises as it is imported is the user's to fix
+    except Exception as exc:  # noqa: BLE001 -- anything the module raises as it is imported is the user's to fix
         raise ProcessorNotFound(f"processor module {module_name!r} failed to import: {_where(exc)}{type(exc).__name__}: {exc}") from None
     function = getattr(module, function_name, None)
     if not callable(function):

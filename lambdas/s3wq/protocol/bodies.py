@@ -14,11 +14,12 @@ import math
 import re
 import uuid
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS, MAX_LEASE_SECONDS
 from s3wq.protocol.tracebacks import MAX_FRAME_CODE_CHARS, MAX_FRAME_FILE_CHARS, MAX_FRAME_FUNCTION_CHARS
+
 MAX_ATTEMPT = 1_000_000
 _MAX_DURATION_SECONDS = 1e9
 # Large enough for a traceback's last lines, small enough that a lock stays one small PUT.
@@ -71,7 +72,7 @@ def strict_json(data: bytes) -> Any:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _string(doc: dict, name: str, *, optional: bool = False) -> str | None:
@@ -151,7 +152,7 @@ class LockBody:
             return self.attempt + 1
         return self.attempt + 1 if self.counted else self.attempt
 
-    def rewritten(self, **changes: Any) -> "LockBody":
+    def rewritten(self, **changes: Any) -> LockBody:
         """The same claim, written again (a renewal or a change of state): a fresh write id."""
         return replace(self, write_id=uuid.uuid4().hex[:16], **changes)
 
@@ -160,7 +161,7 @@ class LockBody:
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     @classmethod
-    def decode(cls, data: bytes) -> "LockBody | None":
+    def decode(cls, data: bytes) -> LockBody | None:
         """The parsed body, or None for anything s3wq did not write (an olmocr lock is empty)."""
         try:
             doc = strict_json(data)

@@ -38,15 +38,13 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from s3wq.protocol import clock
-
-from s3wq.store import layout
-from s3wq.store import Backend
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
-from s3wq.protocol.bodies import ERROR, FAILED, FINISHED, INTERRUPTED, RELEASED, LockBody, load_object, now_iso
 from s3wq.errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound, UnsupportedStore, WriteConflict
 from s3wq.index import Group
+from s3wq.protocol import clock
+from s3wq.protocol.bodies import ERROR, FAILED, FINISHED, INTERRUPTED, RELEASED, LockBody, load_object, now_iso
 from s3wq.protocol.tracebacks import ErrorFrame
+from s3wq.store import Backend, layout
 
 log = logging.getLogger("s3wq")
 
@@ -165,7 +163,7 @@ class ClaimProtocol:
         # Until the store answers a conditional DELETE with 501 (see release).
         self.conditional_delete = True
 
-    def _new_body(self, attempt: int, budget: float | None, previous: LockBody | None = None, behind: "Claim | None" = None) -> LockBody:
+    def _new_body(self, attempt: int, budget: float | None, previous: LockBody | None = None, behind: Claim | None = None) -> LockBody:
         return LockBody(
             behind=None if behind is None else behind.hash,
             behind_owner=None if behind is None else behind.owner,
@@ -184,7 +182,7 @@ class ClaimProtocol:
         return max(0.0, lease - age) + self.clock_resolution + _STALE_EPSILON_SECONDS
 
     def claim(
-        self, hash_: str, *, budget: float | None = None, full_budget: float | None = None, behind: "Claim | None" = None
+        self, hash_: str, *, budget: float | None = None, full_budget: float | None = None, behind: Claim | None = None
     ) -> Claim | Held | Finished | NotEnoughTime:
         """Take the group's lock if it is free, released or stale; otherwise say why not.
 
@@ -228,7 +226,12 @@ class ClaimProtocol:
                 return NotEnoughTime(needs_seconds=existing.needs_seconds or 0.0)
             # An unparseable (olmocr) lock carries no count; its run is presumed lost.
             attempt = 2 if existing is None else existing.next_attempt
-            if stale and existing is not None and existing.behind is not None and not self._finished_by(existing.behind, existing.behind_owner):
+            if (
+                stale
+                and existing is not None
+                and existing.behind is not None
+                and not self._finished_by(existing.behind, existing.behind_owner)
+            ):
                 # Claimed ahead by a holder that vanished while the group in
                 # front was still running: this one never ran, so its claim
                 # used no attempt (the group in front pays for the loss).
@@ -324,9 +327,7 @@ class ClaimProtocol:
         body = claim.body.rewritten(attempt=claim.attempt + 1, claimed_at=now_iso(), budget_seconds=_rounded(budget), error=error)
         return self._rewrite(claim, body)
 
-    def hand_back(
-        self, claim: Claim, outcome: str, *, counted: bool, error: str | None = None, needs_seconds: float | None = None
-    ) -> bool:
+    def hand_back(self, claim: Claim, outcome: str, *, counted: bool, error: str | None = None, needs_seconds: float | None = None) -> bool:
         """Release the lock for anyone to take at once, recording why this run ended; False if we had lost it."""
         body = claim.body.rewritten(
             state=RELEASED,
@@ -489,7 +490,7 @@ _NO_SUCH_ETAG = '"00000000000000000000000000000000"'
 # What each backend's store was found to do, for as long as the backend lives:
 # a Lambda execution environment keeps its backend from one warm invocation
 # to the next, and probes once.
-_store_verdicts: "weakref.WeakKeyDictionary[Backend, bool]" = weakref.WeakKeyDictionary()
+_store_verdicts: weakref.WeakKeyDictionary[Backend, bool] = weakref.WeakKeyDictionary()
 
 
 def probe_store(backend: Backend) -> bool:
@@ -557,4 +558,3 @@ def _probe_store(backend: Backend) -> bool:
 
 def _rounded(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 3)
-

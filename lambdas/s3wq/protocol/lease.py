@@ -26,9 +26,9 @@ import logging
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from s3wq.errors import StorageError
 from s3wq.protocol import clock
 from s3wq.protocol.claims import Claim, ClaimProtocol
-from s3wq.errors import StorageError
 
 log = logging.getLogger("s3wq")
 

@@ -21,8 +21,9 @@ import site
 import sys
 import sysconfig
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 # A failed flag stays one small object whatever a hostile or generated source holds.
 MAX_FRAME_FILE_CHARS = 500

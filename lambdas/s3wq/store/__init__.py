@@ -13,15 +13,15 @@ from s3wq.store.local import LocalBackend
 from s3wq.store.s3 import S3Backend
 
 __all__ = [
-    "Backend",
-    "StoredObject",
-    "LocalBackend",
     "MAX_PARALLEL_REQUESTS",
+    "Backend",
+    "LocalBackend",
     "S3Backend",
+    "StoredObject",
     "counting_requests",
+    "make_s3_client",
     "open_backend",
     "parse_s3_uri",
-    "make_s3_client",
     "request_counts",
     "uri_mistake",
 ]

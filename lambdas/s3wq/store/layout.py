@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from s3wq.errors import BadGroupHash, BadKey
 

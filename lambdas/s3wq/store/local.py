@@ -18,9 +18,10 @@ import hashlib
 import os
 import tempfile
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from s3wq.errors import BadKey, BadWorkspace, ObjectChanged, ObjectExists, ObjectNotFound, StorageError
 from s3wq.store.base import StoredObject

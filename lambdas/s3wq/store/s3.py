@@ -13,14 +13,23 @@ from __future__ import annotations
 import email.utils
 import re
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import unquote_plus
 
 import botocore.handlers
 from botocore.exceptions import BotoCoreError, ClientError
 
-from s3wq.errors import BucketNotFound, ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound, StorageError, WriteConflict
+from s3wq.errors import (
+    BucketNotFound,
+    ConditionalDeleteUnsupported,
+    ObjectChanged,
+    ObjectExists,
+    ObjectNotFound,
+    StorageError,
+    WriteConflict,
+)
 from s3wq.store.base import StoredObject
 
 _CONDITION_CODES = {"PreconditionFailed", "412"}

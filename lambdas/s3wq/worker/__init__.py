@@ -38,26 +38,24 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
-from s3wq.protocol import clock
-
-from s3wq.store import layout
-from s3wq.store import Backend
-from s3wq.protocol.bodies import ERROR, INTERRUPTED, LEFTOVER, LOST, MAX_ERROR_CHARS, TIMEOUT
-from s3wq.protocol.claims import Claim, ClaimProtocol, probe_store, Finished, Held, NotEnoughTime, enough_time, timeout_counts
 from s3wq.config import MIN_RUN_SECONDS, WorkerSettings
 from s3wq.errors import NoIndex
-from s3wq.index import Group, SegmentRef, WorkIndex
-from s3wq.protocol.lease import EXPIRED, LeaseKeeper, LeaseState
-from s3wq.processors import Processor
 from s3wq.host.runners import UNKILLABLE, InProcessRunner, RunEnd, Runner, Stopped
 from s3wq.host.sandbox import Raised, Returned
 from s3wq.host.stopping import GracefulStop
+from s3wq.index import Group, SegmentRef, WorkIndex
+from s3wq.processors import Processor
+from s3wq.protocol import clock
+from s3wq.protocol.bodies import ERROR, INTERRUPTED, LEFTOVER, LOST, MAX_ERROR_CHARS, TIMEOUT
+from s3wq.protocol.claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime, enough_time, probe_store, timeout_counts
+from s3wq.protocol.lease import EXPIRED, LeaseKeeper, LeaseState
 from s3wq.protocol.tracebacks import ErrorFrame
+from s3wq.store import Backend, layout
 
 log = logging.getLogger("s3wq")
 
@@ -74,6 +72,8 @@ _LIST_PAGE = 1000
 # Claims ahead are timed from this many recent runs and claims, with this much to spare.
 _RECENT = 5
 _CLAIM_LEAD_SPARE_SECONDS = 0.05
+# A run that returned with nothing to report (Returned is frozen, so one instance serves every call).
+_RETURNED_CLEAN = Returned()
 
 
 @dataclass
@@ -247,7 +247,7 @@ class _Ahead:
         pool: ThreadPoolExecutor,
         *,
         finish: Callable[[], None] | None,
-        prefetch: Callable[[], "tuple[Group, Claim] | None"],
+        prefetch: Callable[[], tuple[Group, Claim] | None],
         claim_after: float = 0.0,
         keep: Callable[[tuple[Group, Claim], threading.Event], tuple[Group, Claim] | None] | None = None,
     ):
@@ -262,7 +262,7 @@ class _Ahead:
         self.claim_seconds: float | None = None  # how long the claim itself took
         self.overlapped = False
 
-    def _when_due(self, prefetch: Callable[[], "tuple[Group, Claim] | None"]) -> Callable[[], object]:
+    def _when_due(self, prefetch: Callable[[], tuple[Group, Claim] | None]) -> Callable[[], object]:
         def claim_when_due() -> object:
             if self._claim_after > 0:
                 self._run_over.wait(self._claim_after)
@@ -299,7 +299,7 @@ class _Ahead:
         futures_wait(self._futures)
         self._done = True
 
-    def result(self, *, quiet: bool = False) -> "tuple[Group, Claim] | None":
+    def result(self, *, quiet: bool = False) -> tuple[Group, Claim] | None:
         """The claim made ahead (the work done now, here, if no run ever started it)."""
         self._run_over.set()
         if not self._futures and not self._done:
@@ -476,11 +476,11 @@ class Worker:
             self.report.stopped_reason = "processor_failing"
         return self.report
 
-    def _claim_ahead(self, walk: "_Walk", running: Claim) -> tuple[Group, Claim] | None:
+    def _claim_ahead(self, walk: _Walk, running: Claim) -> tuple[Group, Claim] | None:
         """The next claim, made while ``running`` runs: only if there is time for both, and marked as made behind it."""
         return self._next_claim(walk, reserve=self.longest_group_seconds, behind=running)
 
-    def _next_claim(self, walk: "_Walk", reserve: float | None = None, behind: Claim | None = None) -> tuple[Group, Claim] | None:
+    def _next_claim(self, walk: _Walk, reserve: float | None = None, behind: Claim | None = None) -> tuple[Group, Claim] | None:
         """Walk on to the next group this worker can claim, and claim it; None once the walk is over.
 
         ``reserve``, for a claim made ahead while a group runs, is the time
@@ -713,7 +713,9 @@ class Worker:
             self._count("lost_locks", 1)
             log.warning("lock on %s was taken over before release", claim.hash)
 
-    def _hand_back(self, claim: Claim, outcome: str, *, counted: bool, error: str | None = None, needs_seconds: float | None = None) -> None:
+    def _hand_back(
+        self, claim: Claim, outcome: str, *, counted: bool, error: str | None = None, needs_seconds: float | None = None
+    ) -> None:
         if not self.protocol.hand_back(claim, outcome, counted=counted, error=error, needs_seconds=needs_seconds):
             self._count("lost_locks", 1)
 
@@ -826,7 +828,7 @@ class Worker:
             return None
         return group, keeper.claim
 
-    def _give_back_ahead(self, claimed: "tuple[Group, Claim] | None") -> None:
+    def _give_back_ahead(self, claimed: tuple[Group, Claim] | None) -> None:
         if claimed is not None:
             self._give_back_unrun(claimed[1], "claimed ahead, never run")
 
@@ -844,7 +846,9 @@ class Worker:
         if deferred is not None:
             deferred()
 
-    def _complete(self, group: Group, claim: Claim, lease: LeaseState, started: float, *, defer_release: bool, end: Returned = Returned()) -> str:
+    def _complete(
+        self, group: Group, claim: Claim, lease: LeaseState, started: float, *, defer_release: bool, end: Returned = _RETURNED_CLEAN
+    ) -> str:
         """Record a run that returned -- done flag, then lock released -- while the lease still holds.
 
         The done flag is always written before the next run starts: a worker
@@ -868,7 +872,7 @@ class Worker:
         # a taker tells whether it ran by that (see ClaimProtocol.claim).
         return "done" if ours else "already_finished"
 
-    def _run_group(self, group: Group, claim: Claim, ahead: "_Ahead | None") -> str:
+    def _run_group(self, group: Group, claim: Claim, ahead: _Ahead | None) -> str:
         """Run the group until it is done, failed or given up here; which of them (see _FINISHED, _SETTLED)."""
         started = clock.now()
         # A claim of the main walk or the drain is judged (enough_time,
@@ -1019,7 +1023,15 @@ class Worker:
         return next_claim, budget
 
     def _stopped(
-        self, group: Group, claim: Claim, end: Stopped, ran: float, started: float, *, budget: float | None = None, group_limited: bool = False
+        self,
+        group: Group,
+        claim: Claim,
+        end: Stopped,
+        ran: float,
+        started: float,
+        *,
+        budget: float | None = None,
+        group_limited: bool = False,
     ) -> str:
         if end.reason == INTERRUPTED:
             self._count("interrupted", 1)

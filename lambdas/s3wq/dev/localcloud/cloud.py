@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from s3wq.dev.local_s3 import LocalServer
 from s3wq.dev.localcloud.deploy import LocalStack, deploy, synthesize
@@ -51,7 +51,7 @@ class LocalCloud(LocalServer):
         self.stack = deploy(synthesize(context or {}), endpoint=self.endpoint, bucket_name=bucket_name)
         return self.stack
 
-    def __enter__(self) -> "LocalCloud":
+    def __enter__(self) -> Self:
         try:
             return self.start()
         except BaseException:
@@ -60,7 +60,7 @@ class LocalCloud(LocalServer):
                 self.log_dir.rmdir()  # refused before the server wrote a line (the port is taken): nothing to keep
             raise
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             super().__exit__(*exc)
         finally:

@@ -13,16 +13,17 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Self
 
-from s3wq.store import S3Backend
 from s3wq.cli.execution import follow_execution
+from s3wq.dev.localcloud.cloud import LocalCloud
 from s3wq.dev.samples import make_pdf, sample_text
 from s3wq.host.stopping import STOP_SIGNALS
+from s3wq.store import S3Backend
 from s3wq.wording import plural
-from s3wq.dev.localcloud.cloud import LocalCloud
 
 MANIFEST_NAME = "demo run, part 1.txt"  # a space and a comma: S3 sends the key URL-encoded
 
@@ -66,7 +67,7 @@ class StopSignals:
     running or its folder behind.
     """
 
-    def __enter__(self) -> "StopSignals":
+    def __enter__(self) -> Self:
         self._previous = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
         return self
 
@@ -86,7 +87,7 @@ class StopSignals:
         finally:
             self.ignore()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
 
@@ -174,12 +175,17 @@ def _pdf_sample(backend: S3Backend, result_keys: list[str]) -> dict | None:
         for line in backend.read(key).body.decode("utf-8").splitlines():
             record = json.loads(line)
             if record.get("metadata", {}).get("content_type") == "application/pdf" and not record.get("error"):
-                return {"result": f"{backend.uri}/{key}", "source": record["source"], "pages": record["metadata"]["pages"], "text": record["text"][:160]}
+                return {
+                    "result": f"{backend.uri}/{key}",
+                    "source": record["source"],
+                    "pages": record["metadata"]["pages"],
+                    "text": record["text"][:160],
+                }
     return None
 
 
 def _count_invocations(cloud: LocalCloud, kind: str) -> int:
-    logs = [p for p in (cloud.log_dir / "lambda").glob(f"*{kind}*.log")]
+    logs = list((cloud.log_dir / "lambda").glob(f"*{kind}*.log"))
     return sum(p.read_text(errors="replace").count("--- invocation ") for p in logs)
 
 
@@ -230,7 +236,10 @@ def run_up(
                     print(f"stopping ({stop})", flush=True)
                     return 0
                 assert cloud.process is not None
-                print(f"s3wq: error: the local cloud's server exited with code {cloud.process.returncode}; the end of its log:", file=sys.stderr)
+                print(
+                    f"s3wq: error: the local cloud's server exited with code {cloud.process.returncode}; the end of its log:",
+                    file=sys.stderr,
+                )
                 print(_tail(cloud.log_dir / "server.log"), file=sys.stderr, flush=True)
                 return 1
         except Stopped as stop:  # before it answered

@@ -45,7 +45,9 @@ def synthesize(context: dict[str, Any], *, stack_name: str = "S3wqLocal") -> dic
             "CDK_OUTDIR": outdir,
             "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
         }
-        result = subprocess.run([sys.executable, str(REPO_ROOT / "app.py")], cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, str(REPO_ROOT / "app.py")], check=False, cwd=REPO_ROOT, env=env, capture_output=True, text=True
+        )
         if result.returncode != 0:
             raise DeployError(f"the CDK app failed to synthesize:\n{result.stderr[-3000:]}")
         template = Path(outdir) / f"{stack_name}.template.json"
@@ -86,7 +88,7 @@ class _Resolver:
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
-            (key, arg), = value.items()
+            ((key, arg),) = value.items()
             if key == "Ref":
                 return self.ref(arg)
             if key == "Fn::GetAtt":
@@ -103,11 +105,21 @@ class _Resolver:
                 return str(self(text)).split(separator)
             if key == "Fn::Sub":
                 text = arg if isinstance(arg, str) else arg[0]
-                return re.sub(r"\$\{([^}]+)\}", lambda m: str(self.ref(m.group(1)) if "." not in m.group(1) else self.get_att(*m.group(1).split(".", 1))), text)
+                return re.sub(
+                    r"\$\{([^}]+)\}",
+                    lambda m: str(self.ref(m.group(1)) if "." not in m.group(1) else self.get_att(*m.group(1).split(".", 1))),
+                    text,
+                )
         return {k: self(v) for k, v in value.items()}
 
     def ref(self, name: str) -> str:
-        pseudo = {"AWS::Partition": PARTITION, "AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": self.stack.stack_name}
+        pseudo = {
+            "AWS::Partition": PARTITION,
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": self.stack.stack_name,
+        }
         if name in pseudo:
             return pseudo[name]
         resource_type = self.template["Resources"].get(name, {}).get("Type")
@@ -164,8 +176,14 @@ def deploy(template: dict, *, endpoint: str, bucket_name: str, stack_name: str =
     """Create the template's bucket, functions, state machine and notification in the local cloud."""
     import boto3
 
-    credentials = {"aws_access_key_id": FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"], "aws_secret_access_key": FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]}
-    clients = {name: boto3.client(name, endpoint_url=endpoint, region_name=REGION, **credentials) for name in ("s3", "lambda", "iam", "stepfunctions")}
+    credentials = {
+        "aws_access_key_id": FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    }
+    clients = {
+        name: boto3.client(name, endpoint_url=endpoint, region_name=REGION, **credentials)
+        for name in ("s3", "lambda", "iam", "stepfunctions")
+    }
     stack = LocalStack(stack_name=stack_name)
     _physical_names(template, stack, bucket_name)
     resolve = _Resolver(template, stack)
@@ -173,7 +191,18 @@ def deploy(template: dict, *, endpoint: str, bucket_name: str, stack_name: str =
 
     role_arn = clients["iam"].create_role(
         RoleName=ROLE_NAME,
-        AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]}, "Action": "sts:AssumeRole"}]}),
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            }
+        ),
     )["Role"]["Arn"]
 
     for logical, resource in resources.items():

@@ -20,6 +20,7 @@ import time
 import traceback
 import uuid
 
+
 class LambdaContext:
     def __init__(self, deadline: float):
         """``deadline``: on ``time.monotonic()``'s clock, which is the system's and so the server's too."""
@@ -61,7 +62,7 @@ def main() -> None:
     try:
         module_name, function_name = handler_path.rsplit(".", 1)
         handler = getattr(importlib.import_module(module_name), function_name)
-    except Exception as exc:  # an init error: Lambda reports it as the invocation's error
+    except Exception as exc:  # noqa: BLE001 -- an init error: Lambda reports it as the invocation's error
         handler, outcome = None, _error(exc)
     # The clock starts before the server hears of it: the server's kill comes
     # no earlier than this context's deadline.
@@ -71,7 +72,7 @@ def main() -> None:
     if handler is not None:
         try:
             outcome = {"result": handler(event, LambdaContext(deadline))}
-        except Exception as exc:  # reported to the caller as Lambda reports an unhandled error
+        except Exception as exc:  # noqa: BLE001 -- reported to the caller as Lambda reports an unhandled error
             outcome = _error(exc)
     with open(result_file, "w", encoding="utf-8") as f:
         json.dump(outcome, f, default=str)

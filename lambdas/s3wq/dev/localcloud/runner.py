@@ -52,7 +52,9 @@ class Outcome:
 
 
 class LambdaRunner:
-    def __init__(self, *, endpoint: str, lambdas_dir: Path, log_dir: Path, extra_pythonpath: tuple[str, ...] = (), scratch_dir: Path | None = None):
+    def __init__(
+        self, *, endpoint: str, lambdas_dir: Path, log_dir: Path, extra_pythonpath: tuple[str, ...] = (), scratch_dir: Path | None = None
+    ):
         self.endpoint = endpoint
         self.lambdas_dir = lambdas_dir
         # Where a processor outside lambdas/ can be found (tests); a deployed
@@ -109,8 +111,14 @@ class LambdaRunner:
                 try:
                     proc = subprocess.Popen(
                         [
-                            sys.executable, "-m", "s3wq.dev.localcloud.invoke", invocation.handler, str(invocation.timeout),
-                            str(result_file), str(os.getpid()), str(ready_write),
+                            sys.executable,
+                            "-m",
+                            "s3wq.dev.localcloud.invoke",
+                            invocation.handler,
+                            str(invocation.timeout),
+                            str(result_file),
+                            str(os.getpid()),
+                            str(ready_write),
                         ],
                         stdin=subprocess.PIPE,
                         stdout=log,
@@ -128,7 +136,10 @@ class LambdaRunner:
                     error = {"errorType": "Sandbox.Timedout", "errorMessage": timed_out}
                     return Outcome(json.dumps(error).encode(), True)
             if not result_file.exists():
-                error = {"errorType": "Runtime.ExitError", "errorMessage": f"RequestId: {number} Error: Runtime exited with code {proc.returncode}"}
+                error = {
+                    "errorType": "Runtime.ExitError",
+                    "errorMessage": f"RequestId: {number} Error: Runtime exited with code {proc.returncode}",
+                }
                 return Outcome(json.dumps(error).encode(), True)
             outcome = json.loads(result_file.read_text(encoding="utf-8"))
         if "error" in outcome:

@@ -116,7 +116,9 @@ def answer_as_step_functions_does() -> None:
 
     start_execution = StepFunctionsParserBackend.start_execution
 
-    def start_execution_named(self: Any, state_machine_arn: str, name: str | None = None, execution_input: Any = None, trace_header: Any = None) -> Any:
+    def start_execution_named(
+        self: Any, state_machine_arn: str, name: str | None = None, execution_input: Any = None, trace_header: Any = None
+    ) -> Any:
         if name is None:
             name = str(uuid.uuid4())
         elif not name:
@@ -167,7 +169,15 @@ def serve(host: str, port: int, log_dir: Path, extra_pythonpath: tuple[str, ...]
 
     default_user_config["lambda"] = {"use_docker": False}
     default_user_config["stepfunctions"] = {"execute_state_machine": True}
-    install_hooks(LambdaRunner(endpoint=f"http://{host}:{port}", lambdas_dir=REPO_LAMBDAS_DIR, log_dir=log_dir, extra_pythonpath=extra_pythonpath, scratch_dir=scratch_dir))
+    install_hooks(
+        LambdaRunner(
+            endpoint=f"http://{host}:{port}",
+            lambdas_dir=REPO_LAMBDAS_DIR,
+            log_dir=log_dir,
+            extra_pythonpath=extra_pythonpath,
+            scratch_dir=scratch_dir,
+        )
+    )
     answer_as_step_functions_does()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     dispatch_without_rescanning()
