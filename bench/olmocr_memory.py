@@ -43,7 +43,8 @@ import zstandard
 from common import WORKSPACE_PREFIX, emit, machine, positive_ints, reset_server, target
 
 from s3wq.dev.local_s3 import LocalS3
-from s3wq.index import Group, encode_groups
+from s3wq.index import encode_groups
+from s3wq.model import Group
 from s3wq.store import layout
 
 TARGET_WORKER_PEAK_RSS_MB = 300.0

@@ -7,7 +7,8 @@ processor contract (``Group``, ``ProcessorContext``).
 
 from s3wq.config import WorkerSettings
 from s3wq.errors import S3wqError
-from s3wq.index import Group, WorkIndex
+from s3wq.index import WorkIndex
+from s3wq.model import Group
 from s3wq.ops.status import queue_status
 from s3wq.processors import ProcessorContext, load_processor
 from s3wq.store import open_backend

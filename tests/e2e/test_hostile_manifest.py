@@ -22,7 +22,8 @@ import pytest
 
 from s3wq import WorkIndex
 from s3wq.dev.localcloud.cloud import DEFAULT_BUCKET, LocalCloud
-from s3wq.index import Group, encode_groups
+from s3wq.index import encode_groups
+from s3wq.model import Group
 from s3wq.store import S3Backend, layout
 
 INPUT_BUCKET, INPUT_PREFIX = "s3wq-inputs", "scans"

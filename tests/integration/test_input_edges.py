@@ -20,7 +20,8 @@ from support import run_cli
 from s3wq.config import ENV_AUTO_START, ENV_CHECK_INPUTS, ENV_INPUT_LOCATIONS, ENV_STATE_MACHINE_ARN, ENV_WORKSPACE
 from s3wq.handlers import populate
 from s3wq.handlers.runtime import reset_runtime
-from s3wq.index import Group, WorkIndex, encode_groups
+from s3wq.index import WorkIndex, encode_groups
+from s3wq.model import Group
 from s3wq.store import layout, open_backend
 
 EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"

@@ -8,7 +8,7 @@ import json
 from support import run_cli
 
 from s3wq import Worker, WorkerSettings, WorkIndex
-from s3wq.index import Group
+from s3wq.model import Group
 from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.store import layout

@@ -32,8 +32,8 @@ import pytest
 from support import assert_no_lock_left
 
 from s3wq import Worker, WorkerSettings, WorkIndex
-from s3wq.index import Group
-from s3wq.ops.operations import RequeueResult, requeue_failed
+from s3wq.model import Group
+from s3wq.ops.repairs import RequeueResult, requeue_failed
 from s3wq.ops.status import queue_status
 from s3wq.protocol import clock
 from s3wq.protocol.bodies import ERROR, FAILED, HELD, LOST, RELEASED, REQUEUED, LockBody

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
 from s3wq.errors import ObjectNotFound
-from s3wq.index import Group
-from s3wq.ops.operations import requeue_failed
+from s3wq.model import Group
+from s3wq.ops.repairs import requeue_failed
 from s3wq.ops.status import queue_status
 from s3wq.protocol import claims
 from s3wq.protocol.bodies import ERROR, FAILED, HELD, INTERRUPTED, RELEASED, REQUEUED, TIMEOUT, LockBody

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from s3wq import index as index_module
 from s3wq.errors import IndexCorrupt
-from s3wq.index import Catalog, Group, SegmentInfo, decode_groups, encode_groups, prefix_length
+from s3wq.index import Catalog, SegmentInfo, decode_groups, encode_groups, prefix_length
+from s3wq.model import Group
 from s3wq.store import layout
 
 HEX = "0123456789abcdef"

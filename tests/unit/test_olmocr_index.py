@@ -16,7 +16,8 @@ import zstandard
 
 from s3wq import index as index_module
 from s3wq.errors import IndexContention, IndexCorrupt
-from s3wq.index import Group, SegmentRef, WorkIndex, decode_groups, encode_groups
+from s3wq.index import SegmentRef, WorkIndex, decode_groups, encode_groups
+from s3wq.model import Group
 from s3wq.store import layout
 
 PART_CHARS = 4096

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from s3wq import index as index_module
 from s3wq.errors import ConfigError, IndexCorrupt
-from s3wq.index import Catalog, Group, WorkIndex, encode_groups
+from s3wq.index import Catalog, WorkIndex, encode_groups
+from s3wq.model import Group
 from s3wq.store import LocalBackend, layout
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from s3wq.config import WorkerSettings
 from s3wq.dev.samples import make_pdf
-from s3wq.index import Group, WorkIndex
+from s3wq.index import WorkIndex
+from s3wq.model import Group
 from s3wq.processors import ProcessorContext, text
 from s3wq.store import layout
 from s3wq.worker import Worker

@@ -17,7 +17,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from s3wq.config import LambdaConfig
 from s3wq.host.sandbox import ProcessorHost
-from s3wq.index import Group
+from s3wq.model import Group
 from s3wq.protocol.claims import Claim
 from s3wq.store import Backend, S3Backend, make_s3_client, open_backend
 from s3wq.worker import WorkerObserver

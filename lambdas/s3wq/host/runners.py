@@ -38,7 +38,7 @@ from s3wq.host.containment import describe_leftovers, idle_pool_worker, running_
 from s3wq.host.killtimer import KillTimer, process_kill_timer
 from s3wq.host.sandbox import ProcessorHost, Raised, Returned, Unkillable, one_line_error, processor_traceback
 from s3wq.host.stopping import GracefulStop
-from s3wq.index import Group
+from s3wq.model import Group, RunStop
 from s3wq.processors import Processor, ProcessorContext
 from s3wq.protocol import clock
 from s3wq.protocol.lease import LeaseKeeper
@@ -47,10 +47,7 @@ from s3wq.store import Backend
 
 log = logging.getLogger("s3wq")
 
-INTERRUPTED = "interrupted"
-# A process of the run would not die (uninterruptible sleep, another user's), or its host could not show it did:
-# like a lost lock, nothing is written and the lock is left to go stale -- the lease a taker honours covers it.
-UNKILLABLE = "unkillable"
+INTERRUPTED, UNKILLABLE = RunStop.INTERRUPTED, RunStop.UNKILLABLE
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,6 @@ from s3wq.inputs import ANYTHING, InputPolicy, policy_to_json
 from s3wq.protocol import clock
 from s3wq.protocol.tracebacks import ErrorFrame
 
-MAX_TRACEBACK_CHARS = 8000
 # How long kill() waits for the warden to end the host: longer than the warden keeps trying itself.
 KILL_WAIT_SECONDS = 15.0
 # How long the worker keeps killing what a dead warden left, before it calls the run unkillable.

@@ -120,9 +120,10 @@ def _reap_killed(pids: list[int]) -> None:
 
 
 def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
-    from s3wq.host.sandbox import MAX_TRACEBACK_CHARS, one_line_error, processor_traceback
-    from s3wq.index import Group
+    from s3wq.host.sandbox import one_line_error, processor_traceback
+    from s3wq.model import Group
     from s3wq.processors import ProcessorContext, load_processor
+    from s3wq.protocol.bodies import MAX_TRACEBACK_CHARS
     from s3wq.store import open_backend
 
     try:

@@ -59,6 +59,7 @@ from s3wq.errors import (
     ObjectNotFound,
     S3wqError,
 )
+from s3wq.model import Group
 from s3wq.protocol.bodies import strict_json
 from s3wq.store import Backend, StoredObject, layout
 from s3wq.wording import plural
@@ -88,12 +89,6 @@ _FRAME_HEADER_MAX_BYTES = 18
 # Reads of olmocr's index started over because olmocr replaced it meanwhile
 # (its populate rewrites it whole), before giving up.
 MAX_LEGACY_READS = 5
-
-
-@dataclass(frozen=True)
-class Group:
-    hash: str
-    paths: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from s3wq.errors import BadSource, BadWorkspace, InputNotFound, InputRefused, LeaseLost, ProcessorNotFound, StorageError
-from s3wq.index import Group
 from s3wq.inputs import ANYTHING, InputPolicy
+from s3wq.model import Group
 from s3wq.store import Backend, S3Backend, layout, make_s3_client, parse_s3_uri
 
 Processor = Callable[[Group, "ProcessorContext"], Any]

@@ -11,37 +11,29 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import uuid
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS, MAX_LEASE_SECONDS
+from s3wq.model import LockState, Outcome
 from s3wq.protocol.tracebacks import MAX_FRAME_CODE_CHARS, MAX_FRAME_FILE_CHARS, MAX_FRAME_FUNCTION_CHARS
+from s3wq.store import layout
 
 MAX_ATTEMPT = 1_000_000
 _MAX_DURATION_SECONDS = 1e9
 # Large enough for a traceback's last lines, small enough that a lock stays one small PUT.
 MAX_ERROR_CHARS = 2000
+# The end of a processor's traceback a failed flag keeps: what `s3wq failures` shows, in one small object.
+MAX_TRACEBACK_CHARS = 8000
 
-HELD, RELEASED, FAILED = "held", "released", "failed"
-STATES = (HELD, RELEASED, FAILED)
-# Why a run ended without completing the group (state released or failed).
-ERROR = "error"  # the processor raised, or its host process died
-TIMEOUT = "timeout"  # stopped at the worker's deadline
-LOST = "lost"  # the holder vanished: its lock went stale
-INTERRUPTED = "interrupted"  # SIGINT or SIGTERM: the operator stopped the worker
-LEFTOVER = "leftover"  # the run left threads or processes running, killed or waited for: the run is not done
-OPERATOR = "operator"  # released by `s3wq release-locks` for a worker known to be dead
-REQUEUED = "requeued"  # put back by `s3wq requeue-failed`
-# Released instead of deleted, on a store that cannot delete on a condition:
-# the group is done (its done flag says so). A claim given back unrun is handed back as interrupted.
-FINISHED = "finished"
-OUTCOMES = (ERROR, TIMEOUT, LOST, INTERRUPTED, LEFTOVER, OPERATOR, REQUEUED, FINISHED)
-
-
-_HASH_RE = re.compile(r"[0-9a-f]{40}")
+# The protocol's words, as the lock bodies spell them (defined once, in s3wq.model).
+HELD, RELEASED, FAILED = LockState.HELD, LockState.RELEASED, LockState.FAILED
+STATES = tuple(LockState)
+ERROR, TIMEOUT, LOST, INTERRUPTED = Outcome.ERROR, Outcome.TIMEOUT, Outcome.LOST, Outcome.INTERRUPTED
+LEFTOVER, OPERATOR, REQUEUED, FINISHED = Outcome.LEFTOVER, Outcome.OPERATOR, Outcome.REQUEUED, Outcome.FINISHED
+OUTCOMES = tuple(Outcome)
 
 
 class Unparseable(ValueError):
@@ -96,7 +88,7 @@ def _number(doc: dict, name: str, low: float, high: float, *, optional: bool = F
 
 def _hash(doc: dict, name: str) -> str | None:
     value = _string(doc, name, optional=True)
-    if value is not None and not _HASH_RE.fullmatch(value):
+    if value is not None and not layout.is_hash(value):
         raise Unparseable(f"{name} must be a group hash")
     return value
 

@@ -40,16 +40,14 @@ from dataclasses import dataclass
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound, UnsupportedStore, WriteConflict
-from s3wq.index import Group
+from s3wq.model import Group
 from s3wq.protocol import clock
-from s3wq.protocol.bodies import ERROR, FAILED, FINISHED, INTERRUPTED, RELEASED, LockBody, load_object, now_iso
+from s3wq.protocol.bodies import ERROR, FAILED, FINISHED, INTERRUPTED, MAX_TRACEBACK_CHARS, RELEASED, LockBody, load_object, now_iso
 from s3wq.protocol.tracebacks import ErrorFrame
 from s3wq.store import Backend, layout
 
 log = logging.getLogger("s3wq")
 
-# A failed flag keeps this much of the end of the last run's traceback.
-MAX_TRACEBACK_CHARS = 8000
 
 # Every empty lock has the same ETag, so an If-Match takeover of one could
 # land on a *fresh* empty lock that an olmocr worker wrote after our read.

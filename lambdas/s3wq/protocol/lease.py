@@ -27,6 +27,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from s3wq.errors import StorageError
+from s3wq.model import RunStop
 from s3wq.protocol import clock
 from s3wq.protocol.claims import Claim, ClaimProtocol
 
@@ -44,9 +45,8 @@ _RETRY_SECONDS = 1.0
 # How often to look whether a renewal in flight has come back.
 _POLL_SECONDS = 0.1
 
-TIMEOUT = "timeout"  # the worker's time limit is up
-LOST = "lost"  # the lock was taken from us or deleted
-EXPIRED = "expired"  # renewals failed until the lease ran out
+# A lease's verdicts on a run (s3wq.model.RunStop says what each means).
+TIMEOUT, LOST, EXPIRED = RunStop.TIMEOUT, RunStop.LOST, RunStop.EXPIRED
 
 
 def lease_margin(lease_seconds: float) -> float:

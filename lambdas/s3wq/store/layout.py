@@ -57,9 +57,14 @@ def group_hash(paths: Iterable[str]) -> str:
 
 def check_hash(value: str) -> str:
     # fullmatch, not match: "$" would also accept a trailing newline.
-    if not isinstance(value, str) or not _HASH_RE.fullmatch(value):
+    if not is_hash(value):
         raise BadGroupHash(f"group hash must be 40 lowercase hex characters, got {value!r:.60}")
     return value
+
+
+def is_hash(value: object) -> bool:
+    """Whether ``value`` is a group hash as s3wq and olmocr write it: 40 lowercase hex characters."""
+    return isinstance(value, str) and _HASH_RE.fullmatch(value) is not None
 
 
 def check_hex_prefix(value: str) -> str:

@@ -48,7 +48,8 @@ from s3wq.errors import NoIndex
 from s3wq.host.runners import UNKILLABLE, InProcessRunner, RunEnd, Runner, Stopped
 from s3wq.host.sandbox import Raised, Returned
 from s3wq.host.stopping import GracefulStop
-from s3wq.index import Group, SegmentRef, WorkIndex
+from s3wq.index import SegmentRef, WorkIndex
+from s3wq.model import Group
 from s3wq.processors import Processor
 from s3wq.protocol import clock
 from s3wq.protocol.bodies import ERROR, INTERRUPTED, LEFTOVER, LOST, MAX_ERROR_CHARS, TIMEOUT
