@@ -202,8 +202,19 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault not in (*ALL_FAULTS, SLOW):
             raise ValueError(f"unknown fault {fault!r}")
         upstream_status = None
+        journaled = False
+
+        def journal() -> None:
+            # Before the client hears anything: a client that has its answer (or its reset) must find the
+            # exchange in the journal, else a test reading it as soon as the worker returns misses the last one.
+            nonlocal journaled
+            if not journaled:
+                journaled = True
+                self.server.journal.add(Exchange(request, fault, upstream_status))
+
         try:
             if fault in BEFORE_FORWARDING:
+                journal()
                 if fault == "reset":
                     self._reset()
                 else:
@@ -213,6 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(self.server.slow_seconds)
             status, reason, headers, data = self._forward(body)
             upstream_status = status
+            journal()
             if fault == "lost-reset":
                 self._reset()
                 return
@@ -232,7 +244,7 @@ class _Handler(BaseHTTPRequestHandler):
             if not no_body:
                 self.wfile.write(data)
         finally:
-            self.server.journal.add(Exchange(request, fault, upstream_status))
+            journal()  # the upstream failed: recorded with no status
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _relay
 
