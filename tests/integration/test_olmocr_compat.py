@@ -24,7 +24,7 @@ import pytest
 import zstandard
 
 from s3wq import Worker, WorkerSettings, WorkIndex, queue_status
-from s3wq import index as index_module
+from s3wq.index import olmocr as olmocr_module
 from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.store import S3Backend
 
@@ -177,7 +177,6 @@ def test_populating_an_olmocr_workspace_adds_only_the_paths_olmocr_did_not_index
 # --- many workers over a big olmocr index -------------------------------------------------------------
 
 BENCH_DIR = Path(__file__).resolve().parent.parent.parent / "bench"
-PUBLISHED_OLMOCR = BENCH_DIR / ".olmocr" / "olmocr-0.4.27.dist-info"
 SPREAD_WORKERS = 4
 
 
@@ -187,9 +186,7 @@ def archive_paths(count: int) -> list[str]:
 
 
 def populate_with_published_olmocr(workspace: str, paths: list[str], group_size: int) -> None:
-    """olmocr's own populate_queue (the package installed for the benchmarks), in a process of its own."""
-    if not PUBLISHED_OLMOCR.exists():
-        pytest.skip("the published olmocr is not installed in bench/.olmocr (run a benchmark that uses it once)")
+    """olmocr's own populate_queue (the package the benchmarks install: the published_olmocr fixture), in a process of its own."""
     script = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); import boto3, olmocr_queue; "
         "olmocr_queue.populate(boto3.client('s3'), sys.argv[2], json.load(sys.stdin), int(sys.argv[3]))"
@@ -204,17 +201,18 @@ def populate_with_published_olmocr(workspace: str, paths: list[str], group_size:
 
 
 @pytest.mark.parametrize("populated_by", ["rebuilt-format", "published-olmocr"])
-def test_workers_spread_over_an_olmocr_index_in_many_parts_each_run_every_group_once(populated_by, s3_server, bucket, monkeypatch):
+def test_workers_spread_over_an_olmocr_index_in_many_parts_each_run_every_group_once(populated_by, s3_server, bucket, monkeypatch, request):
     # Parts of 2 KiB and fetches of 512 bytes: a couple of hundred groups make
     # some twenty parts, each its own stretch to enter, read piece by piece.
-    monkeypatch.setattr(index_module, "LEGACY_PART_CHARS", 2048)
-    monkeypatch.setattr(index_module, "FETCH_BYTES", 512)
+    monkeypatch.setattr(olmocr_module, "LEGACY_PART_CHARS", 2048)
+    monkeypatch.setattr(olmocr_module, "FETCH_BYTES", 512)
     paths, group_size = archive_paths(600), 3
     workspace = f"s3://{bucket}/ws"
     backend = S3Backend(s3_client=s3_server.client(), bucket=bucket, prefix="ws")
     ordered = sorted(paths)
     groups = [ordered[i : i + group_size] for i in range(0, len(ordered), group_size)]
     if populated_by == "published-olmocr":
+        request.getfixturevalue("published_olmocr")  # only this case needs the package registry
         populate_with_published_olmocr(workspace, paths, group_size)
     else:
         backend.write("work_index_list.csv.zstd", olmocr_index(groups))

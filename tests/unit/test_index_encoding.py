@@ -18,9 +18,9 @@ import zstandard
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from s3wq import index as index_module
 from s3wq.errors import IndexCorrupt
-from s3wq.index import Catalog, SegmentInfo, decode_groups, encode_groups, prefix_length
+from s3wq.index import Catalog, SegmentInfo, codec, decode_groups, encode_groups, prefix_length
+from s3wq.index import catalog as catalog_module
 from s3wq.model import Group
 from s3wq.store import layout
 
@@ -191,13 +191,13 @@ def test_row_hash_with_trailing_newline_is_corrupt():
 
 
 @given(st.integers(min_value=0, max_value=10**12))
-@example(index_module.SEGMENT_TARGET_GROUPS)
-@example(index_module.SEGMENT_TARGET_GROUPS + 1)
-@example(index_module.SEGMENT_TARGET_GROUPS * 16)
-@example(index_module.SEGMENT_TARGET_GROUPS * 16 + 1)
-@example(index_module.SEGMENT_TARGET_GROUPS * 16**4)
+@example(catalog_module.SEGMENT_TARGET_GROUPS)
+@example(catalog_module.SEGMENT_TARGET_GROUPS + 1)
+@example(catalog_module.SEGMENT_TARGET_GROUPS * 16)
+@example(catalog_module.SEGMENT_TARGET_GROUPS * 16 + 1)
+@example(catalog_module.SEGMENT_TARGET_GROUPS * 16**4)
 def test_prefix_length_keeps_segments_near_target(count):
-    target = index_module.SEGMENT_TARGET_GROUPS
+    target = catalog_module.SEGMENT_TARGET_GROUPS
     k = prefix_length(count)
     if count <= target:
         assert k == 0
@@ -245,15 +245,15 @@ def test_catalog_rejects_json_that_is_not_a_catalog(value):
 
 def catalog_bytes(**segment) -> bytes:
     entry = {"key": layout.segment_key("c" * 40), "prefix": "", "groups": 1, "paths": 1, **segment}
-    return json.dumps({"format": index_module.CATALOG_FORMAT, "segments": [entry]}).encode()
+    return json.dumps({"format": catalog_module.CATALOG_FORMAT, "segments": [entry]}).encode()
 
 
 @pytest.mark.parametrize(
     "data",
     [
         pytest.param(json.dumps({"format": "s3wq-index/999", "segments": []}).encode(), id="unknown-format"),
-        pytest.param(json.dumps({"format": index_module.CATALOG_FORMAT}).encode(), id="no-segments"),
-        pytest.param(json.dumps({"format": index_module.CATALOG_FORMAT, "segments": {"a": 1}}).encode(), id="segments-not-a-list"),
+        pytest.param(json.dumps({"format": catalog_module.CATALOG_FORMAT}).encode(), id="no-segments"),
+        pytest.param(json.dumps({"format": catalog_module.CATALOG_FORMAT, "segments": {"a": 1}}).encode(), id="segments-not-a-list"),
         pytest.param(catalog_bytes(key="results/output_" + "c" * 40 + ".jsonl"), id="key-in-results"),
         pytest.param(catalog_bytes(key="index/catalog.json"), id="key-is-catalog"),
         pytest.param(catalog_bytes(key="index/segments/../../done_flags/x.csv.zstd"), id="key-traversal"),
@@ -313,7 +313,7 @@ def reference_rows(text: str) -> tuple[list[tuple[int, int, list[str]]], bool]:
 def streamed_rows(pieces: list[bytes]) -> tuple[list[tuple[int, int, list[str]]], bool]:
     rows = []
     try:
-        for row in index_module._rows(pieces, SOURCE):
+        for row in codec.rows(pieces, SOURCE):
             rows.append(row)
     except IndexCorrupt as exc:
         assert "source-name-under-test" in str(exc)
@@ -340,14 +340,14 @@ def test_streamed_rows_are_the_rows_of_the_whole_text(text, frame_cuts, piece_cu
 def test_stream_groups_of_any_frames_and_pieces_equals_decode(groups, frame_cuts, piece_cuts):
     raw = zstandard.ZstdDecompressor().decompress(encode_groups(groups))
     pieces = cut(in_frames(raw, frame_cuts), piece_cuts)
-    assert list(index_module.stream_groups(pieces, "segment")) == groups == decode_groups(b"".join(pieces), "segment")
+    assert list(codec.stream_groups(pieces, "segment")) == groups == decode_groups(b"".join(pieces), "segment")
 
 
 @settings(max_examples=100)
 @given(groups_of(path_text(exclude="\r\n")), CUTS)
 def test_stream_groups_reads_olmocr_index_as_olmocr_does(groups, piece_cuts):
     data = olmocr_style_index(groups)
-    assert list(index_module.stream_groups(cut(data, piece_cuts), layout.LEGACY_INDEX_KEY)) == read_like_olmocr(data)
+    assert list(codec.stream_groups(cut(data, piece_cuts), layout.LEGACY_INDEX_KEY)) == read_like_olmocr(data)
 
 
 def test_stream_groups_reads_every_frame():
@@ -355,7 +355,7 @@ def test_stream_groups_reads_every_frame():
     second = [Group("b" * 40, ("s3://b/two", "s3://b/three"))]
     data = encode_groups(first) + zstd(b"") + encode_groups(second)
     for pieces in ([data], [bytes([b]) for b in data]):
-        assert list(index_module.stream_groups(pieces, "segment")) == first + second
+        assert list(codec.stream_groups(pieces, "segment")) == first + second
 
 
 def test_a_cut_short_index_is_corrupt_wherever_it_is_cut():
@@ -366,7 +366,7 @@ def test_a_cut_short_index_is_corrupt_wherever_it_is_cut():
         if end == first_frame_ends:
             continue  # the first frame whole: a shorter index, not a cut one
         with pytest.raises(IndexCorrupt, match="source-name-under-test"):
-            list(index_module.stream_groups(cut(data[:end], [end // 3]), SOURCE))
+            list(codec.stream_groups(cut(data[:end], [end // 3]), SOURCE))
 
 
 @pytest.mark.parametrize(
@@ -383,4 +383,4 @@ def test_a_cut_short_index_is_corrupt_wherever_it_is_cut():
 )
 def test_streamed_corrupt_index_raises_index_corrupt_naming_source(data):
     with pytest.raises(IndexCorrupt, match="source-name-under-test"):
-        list(index_module.stream_groups(cut(data, [len(data) // 2]), SOURCE))
+        list(codec.stream_groups(cut(data, [len(data) // 2]), SOURCE))

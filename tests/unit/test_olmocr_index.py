@@ -14,9 +14,9 @@ import tracemalloc
 import pytest
 import zstandard
 
-from s3wq import index as index_module
 from s3wq.errors import IndexContention, IndexCorrupt
 from s3wq.index import SegmentRef, WorkIndex, decode_groups, encode_groups
+from s3wq.index import olmocr as olmocr_module
 from s3wq.model import Group
 from s3wq.store import layout
 
@@ -27,8 +27,8 @@ ZSTD_BLOCK_CHARS = 128 * 1024
 
 @pytest.fixture(autouse=True)
 def small_parts(monkeypatch):
-    monkeypatch.setattr(index_module, "LEGACY_PART_CHARS", PART_CHARS)
-    monkeypatch.setattr(index_module, "FETCH_BYTES", FETCH_BYTES)
+    monkeypatch.setattr(olmocr_module, "LEGACY_PART_CHARS", PART_CHARS)
+    monkeypatch.setattr(olmocr_module, "FETCH_BYTES", FETCH_BYTES)
 
 
 def olmocr_groups(count: int, group_size: int = 3, start: int = 0) -> list[Group]:
@@ -93,8 +93,8 @@ def test_parts_hold_every_row_once_each_where_its_text_starts(local_backend):
 @pytest.fixture
 def many_blocks(local_backend, monkeypatch) -> list[Group]:
     """About 1.1 MB of index text (nine zstd blocks) in some seventy parts, fetched 4 KiB at a time."""
-    monkeypatch.setattr(index_module, "LEGACY_PART_CHARS", 16 * 1024)
-    monkeypatch.setattr(index_module, "FETCH_BYTES", 4096)
+    monkeypatch.setattr(olmocr_module, "LEGACY_PART_CHARS", 16 * 1024)
+    monkeypatch.setattr(olmocr_module, "FETCH_BYTES", 4096)
     groups = olmocr_groups(3000, group_size=10)
     local_backend.write(layout.LEGACY_INDEX_KEY, encode_groups(groups))
     return groups
@@ -243,8 +243,8 @@ def traced_peak(action) -> int:
 @pytest.fixture
 def big_olmocr_index(local_backend, monkeypatch) -> tuple[list[Group], int]:
     """About 3.7 MB of index text, 10,000 groups of ten paths, in parts of 64 KiB; and what decoding it whole takes."""
-    monkeypatch.setattr(index_module, "LEGACY_PART_CHARS", 64 * 1024)
-    monkeypatch.setattr(index_module, "FETCH_BYTES", 16 * 1024)
+    monkeypatch.setattr(olmocr_module, "LEGACY_PART_CHARS", 64 * 1024)
+    monkeypatch.setattr(olmocr_module, "FETCH_BYTES", 16 * 1024)
     groups = olmocr_groups(10_000, group_size=10)
     data = encode_groups(groups)
     local_backend.write(layout.LEGACY_INDEX_KEY, data)

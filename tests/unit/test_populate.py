@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3wq import index as index_module
 from s3wq.errors import ConfigError, IndexCorrupt
 from s3wq.index import Catalog, WorkIndex, encode_groups
+from s3wq.index import catalog as catalog_module
 from s3wq.model import Group
 from s3wq.store import LocalBackend, layout
 
@@ -109,7 +109,7 @@ def test_populate_in_batches_puts_every_path_in_exactly_one_group(batches, group
 
 
 def test_populate_splits_segments_by_hash_prefix(local_backend, monkeypatch):
-    monkeypatch.setattr(index_module, "SEGMENT_TARGET_GROUPS", 8)
+    monkeypatch.setattr(catalog_module, "SEGMENT_TARGET_GROUPS", 8)
     index = WorkIndex(local_backend)
     paths = input_paths(80)
 

@@ -25,26 +25,25 @@ A group is worked on only by the holder of ``worker_locks/worker_<hash>.lock``:
 
 Every lock body carries a per-claim owner token. When a conditional write's
 response is lost and the SDK retries it, the retry loses to our own first
-write; reading the body back and finding our exact bytes tells us it was ours.
+write; reading the body back and finding our exact bytes tells us it was ours
+(:mod:`s3wq.protocol.writes` does this for each kind of conditional write).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
-import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
-from s3wq.errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectExists, ObjectNotFound, UnsupportedStore, WriteConflict
+from s3wq.errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectNotFound
 from s3wq.model import Group
-from s3wq.protocol import clock
-from s3wq.protocol.bodies import ERROR, FAILED, FINISHED, INTERRUPTED, MAX_TRACEBACK_CHARS, RELEASED, LockBody, load_object, now_iso
+from s3wq.protocol import clock, flags, writes
+from s3wq.protocol.bodies import ERROR, FAILED, FINISHED, INTERRUPTED, RELEASED, LockBody, now_iso
+from s3wq.protocol.time_rules import enough_time
 from s3wq.protocol.tracebacks import ErrorFrame
-from s3wq.store import Backend, layout
+from s3wq.store import Backend, StoredObject, layout
 
 log = logging.getLogger("s3wq")
 
@@ -57,16 +56,9 @@ FOREIGN_TAKEOVER_WINDOW_SECONDS = 1.0
 # olmocr checks a lock and writes its own in one step after the other; a
 # write of that kind racing our takeover lands within this long of ours.
 FOREIGN_RECHECK_SECONDS = 2.0
-# A run "had the worker's full time" when it was claimed with at least this
-# share of the most the worker can give any run (its time at its first claim,
-# so that its first claim always has it). Only such a run counts as an
-# attempt when it is stopped at its deadline; see enough_time.
-FULL_SHARE = 0.95
 # After losing a takeover race we do not know the winner's lease yet: look again soon.
 _RECHECK_SECONDS = 1.0
 _STALE_EPSILON_SECONDS = 0.05
-_CONFLICT_SETTLE_SECONDS = 1.0
-_CONFLICT_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -110,36 +102,6 @@ class NotEnoughTime:
     """The group ran out of time before (after ``needs_seconds``) and this worker cannot give it enough more."""
 
     needs_seconds: float
-
-
-def enough_time(needs_seconds: float | None, budget: float | None, full_budget: float | None) -> bool:
-    """Whether a worker that can give a run ``budget`` seconds now (at most ``full_budget``) should start a group.
-
-    A group that never ran out of time (no ``needs_seconds``) may go to anyone.
-    One that did goes only to a worker that can give it twice what it had, or
-    nearly its full time if that is less. Each uncounted timeout therefore at
-    least doubles the time the next run gets, and a run given nearly a
-    worker's full time counts as an attempt (see ``timeout_counts``): a group
-    that fits in FULL_SHARE of a worker's time never fails by unlucky pickups,
-    and one that fits no worker fails after its attempts rather than waiting
-    forever for a worker that may never come. (Workers' full times differ by
-    their start-up, so "the group had more than this worker could give" is
-    not a safe reason to leave it.) The worker passes ``budget`` equal to
-    ``full_budget`` on its first claim (``Worker.full_budget`` is set there),
-    so a worker's first claim always passes, and a run of it stopped at its
-    deadline always counts: however slow each start-up, a hung group fails
-    after ``max_attempts`` first claims.
-    """
-    if needs_seconds is None or budget is None:
-        return True
-    if full_budget is None:
-        return budget >= 2 * needs_seconds
-    return budget >= min(2 * needs_seconds, FULL_SHARE * full_budget)
-
-
-def timeout_counts(budget: float | None, full_budget: float | None) -> bool:
-    """A run stopped at its deadline used up an attempt only if it had (nearly) the worker's full time."""
-    return budget is None or full_budget is None or budget >= FULL_SHARE * full_budget
 
 
 class ClaimProtocol:
@@ -193,91 +155,51 @@ class ClaimProtocol:
         # One body for both rounds, so that a create of ours applied late is
         # still recognised as ours -- and its lease counted from the first send.
         body = self._new_body(1, budget, behind=behind)
-        first_sent_at = None
+        sent_at = clock.now()
         # Two rounds: the lock can vanish between our failed create and our read.
-        for _ in range(2):
-            sent_at = clock.now()
-            first_sent_at = first_sent_at or sent_at
-            try:
-                return Claim(hash_, self.backend.create(key, body.encode()), body, first_sent_at, created=True)
-            except WriteConflict:
-                # Perhaps our own first try, not yet applied: give it a moment before reading.
-                time.sleep(_CONFLICT_SETTLE_SECONDS)
-            except ObjectExists:
-                pass
-            read_sent_at = clock.now()
-            try:
-                current = self.backend.read(key)
-            except ObjectNotFound:
-                continue
-            existing = LockBody.decode(current.body)
-            if existing is not None and existing.owner == body.owner:
-                # Our create was applied and its response lost; the SDK's retry lost to it.
-                return Claim(hash_, current.etag, existing, first_sent_at, created=True)
-            if existing is not None and existing.state == FAILED:
-                return Finished()
-            lease = self.foreign_lock_timeout if existing is None else existing.lease_seconds
-            stale = (existing is None or existing.held) and current.age_seconds > lease
-            if (existing is None or existing.held) and not stale:
-                return Held(stale_in=self._stale_in(lease, current.age_seconds))
-            if existing is not None and not enough_time(existing.needs_seconds, budget, full_budget):
-                return NotEnoughTime(needs_seconds=existing.needs_seconds or 0.0)
-            # An unparseable (olmocr) lock carries no count; its run is presumed lost.
-            attempt = 2 if existing is None else existing.next_attempt
-            if (
-                stale
-                and existing is not None
-                and existing.behind is not None
-                and not self._finished_by(existing.behind, existing.behind_owner)
-            ):
-                # Claimed ahead by a holder that vanished while the group in
-                # front was still running: this one never ran, so its claim
-                # used no attempt (the group in front pays for the loss).
-                attempt = existing.attempt
-            takeover = self._new_body(attempt, budget, existing, behind)
-            sent_at = clock.now()
-            etag = self._write_over(key, takeover, current.etag)
-            if etag is None:
-                return Held(stale_in=_RECHECK_SECONDS)
-            claim = Claim(hash_, etag, takeover, sent_at, reclaimed=stale)
-            if existing is None:
-                return self._take_foreign(claim, read_sent_at)
-            return claim
-        return Held(stale_in=_RECHECK_SECONDS)
+        created = writes.create(self.backend, key, body.encode(), is_ours=lambda found: _lock_owner(found) == body.owner, rounds=2)
+        if created is None:
+            return Held(stale_in=_RECHECK_SECONDS)
+        if isinstance(created, writes.Refused):
+            return self._claim_existing(hash_, created, budget=budget, full_budget=full_budget, behind=behind)
+        # Read back, the lock is ours: our create was applied and its response lost; the SDK's retry lost to it.
+        mine = body if created.found is None else LockBody.decode(created.found.body)
+        return Claim(hash_, created.etag, mine, sent_at, created=True)
 
-    def _finished_by(self, hash_: str, owner: str | None) -> bool:
-        """Whether the claim ``owner`` on group ``hash_`` finished it (its done or failed flag names that claim)."""
-        for key in (layout.done_key(hash_), layout.failed_key(hash_)):
-            try:
-                doc = load_object(self.backend.read(key).body)
-            except ObjectNotFound:
-                continue
-            if doc is not None and doc.get("owner") == owner:
-                return True
-        return False
-
-    def _write_over(self, key: str, body: LockBody, etag: str) -> str | None:
-        """Replace the lock we read with ``body``; the new ETag, or None if another write got there first."""
-        data = body.encode()
-        for _ in range(_CONFLICT_ROUNDS):
-            try:
-                return self.backend.replace(key, data, etag)
-            except WriteConflict:
-                time.sleep(_CONFLICT_SETTLE_SECONDS)
-            except (ObjectChanged, ObjectNotFound):
-                pass
-            # The SDK retries a request whose response was lost; if the first try
-            # was applied, the retry fails its If-Match against our own write.
-            try:
-                current = self.backend.read(key)
-            except ObjectNotFound:
-                return None
-            if current.body == data:
-                return current.etag
-            if current.etag != etag:
-                return None
-            # Unchanged: the 409 was a write of ours still in flight that did not apply. Again.
-        return None
+    def _claim_existing(
+        self, hash_: str, refused: writes.Refused, *, budget: float | None, full_budget: float | None, behind: Claim | None
+    ) -> Claim | Held | Finished | NotEnoughTime:
+        """Take over the lock another wrote if it is released or stale; otherwise say why not."""
+        current, existing = refused.found, LockBody.decode(refused.found.body)
+        if existing is not None and existing.state == FAILED:
+            return Finished()
+        lease = self.foreign_lock_timeout if existing is None else existing.lease_seconds
+        stale = (existing is None or existing.held) and current.age_seconds > lease
+        if (existing is None or existing.held) and not stale:
+            return Held(stale_in=self._stale_in(lease, current.age_seconds))
+        if existing is not None and not enough_time(existing.needs_seconds, budget, full_budget):
+            return NotEnoughTime(needs_seconds=existing.needs_seconds or 0.0)
+        # An unparseable (olmocr) lock carries no count; its run is presumed lost.
+        attempt = 2 if existing is None else existing.next_attempt
+        if (
+            stale
+            and existing is not None
+            and existing.behind is not None
+            and not flags.finished_by(self.backend, existing.behind, existing.behind_owner)
+        ):
+            # Claimed ahead by a holder that vanished while the group in
+            # front was still running: this one never ran, so its claim
+            # used no attempt (the group in front pays for the loss).
+            attempt = existing.attempt
+        takeover = self._new_body(attempt, budget, existing, behind)
+        sent_at = clock.now()
+        etag = writes.replace(self.backend, layout.lock_key(hash_), takeover.encode(), current.etag)
+        if etag is None:
+            return Held(stale_in=_RECHECK_SECONDS)
+        claim = Claim(hash_, etag, takeover, sent_at, reclaimed=stale)
+        if existing is None:
+            return self._take_foreign(claim, refused.read_sent_at)
+        return claim
 
     def _take_foreign(self, claim: Claim, read_sent_at: float) -> Claim | Held:
         """Keep a takeover of an unparseable lock only if no fresh olmocr lock can have been overwritten.
@@ -313,7 +235,7 @@ class ClaimProtocol:
         whether to retry (a renewal does, until its lease runs out).
         """
         sent_at = clock.now()
-        etag = self._write_over(layout.lock_key(claim.hash), body, claim.etag)
+        etag = writes.replace(self.backend, layout.lock_key(claim.hash), body.encode(), claim.etag)
         return None if etag is None else Claim(claim.hash, etag, body, sent_at, claim.reclaimed, claim.created)
 
     def renew(self, claim: Claim) -> Claim | None:
@@ -350,12 +272,10 @@ class ClaimProtocol:
         deletes the list with the done flag), so only a claim that took over
         an existing lock costs a DELETE when its run had no input errors.
         """
-        key = layout.input_errors_key(claim.hash)
         if count:
-            doc = {"hash": claim.hash, "owner": claim.owner, "attempt": claim.attempt, "input_errors": count, "inputs": list(inputs)}
-            self.backend.write(key, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
+            flags.write_input_errors(self.backend, claim.hash, owner=claim.owner, attempt=claim.attempt, inputs=inputs, count=count)
         elif not claim.created:
-            self.backend.delete(key)
+            self.backend.delete(layout.input_errors_key(claim.hash))
 
     def mark_done(self, claim: Claim, *, input_errors: int = 0) -> bool:
         """Write the done flag; False if another completion had written it first.
@@ -363,27 +283,9 @@ class ClaimProtocol:
         The flag names the claim's owner, so that our own write whose response
         was lost (the SDK's retry then finds the flag) still counts as ours.
         """
-        key = layout.done_key(claim.hash)
-        doc = {"worker_id": self.worker_id, "attempt": claim.attempt, "owner": claim.owner, "finished_at": now_iso()}
-        if input_errors:
-            doc["input_errors"] = input_errors
-        data = json.dumps(doc).encode("utf-8")
-        # Three rounds: a flag that exists but cannot be read was deleted
-        # meanwhile, or is our own conflicting write not yet applied.
-        for _ in range(3):
-            try:
-                self.backend.create(key, data)
-                return True
-            except WriteConflict:
-                time.sleep(_CONFLICT_SETTLE_SECONDS)
-            except ObjectExists:
-                pass
-            try:
-                existing = load_object(self.backend.read(key).body)
-            except ObjectNotFound:
-                continue
-            return existing is not None and existing.get("owner") == claim.owner
-        return False
+        return flags.write_done(
+            self.backend, claim.hash, owner=claim.owner, worker_id=self.worker_id, attempt=claim.attempt, input_errors=input_errors
+        )
 
     def finalize_failed(
         self,
@@ -406,26 +308,18 @@ class ClaimProtocol:
         flags predates this failure would otherwise find the lock free and
         start the group over.
         """
-        doc = {
-            "hash": group.hash,
-            "paths": list(group.paths),
-            "attempts": claim.attempt if attempts is None else attempts,
-            "kind": outcome,
-            "error": error,
-            "owner": claim.owner,
-            "worker_id": self.worker_id,
-            "failed_at": now_iso(),
-        }
-        if traceback:
-            # The end of it: where the error was raised, which is what a debugger wants.
-            doc["traceback"] = traceback[-MAX_TRACEBACK_CHARS:]
-        if error_frame is not None:
-            # Picked from the frame records when the error was caught: the line of the user's own code to show first.
-            doc["error_frame"] = error_frame.to_dict()
-        try:
-            self.backend.create(layout.failed_key(claim.hash), json.dumps(doc, ensure_ascii=False).encode("utf-8"))
-        except ObjectExists:
-            pass  # a previous holder recorded it and died before marking the lock
+        flags.write_failed(
+            self.backend,
+            claim.hash,
+            group,
+            owner=claim.owner,
+            worker_id=self.worker_id,
+            attempts=claim.attempt if attempts is None else attempts,
+            kind=outcome,
+            error=error,
+            traceback=traceback,
+            error_frame=error_frame,
+        )
         body = claim.body.rewritten(state=FAILED, outcome=outcome, counted=True, error=error)
         return self._rewrite(claim, body) is not None
 
@@ -438,7 +332,7 @@ class ClaimProtocol:
         after a taker's write. A released lock is claimable at once, like a
         missing one; the next claimant of a done group finds its done flag and
         releases it again. A worker learns which before its first claim
-        (probe_store); a protocol used without the probe switches to
+        (probe.probe_store); a protocol used without the probe switches to
         rewriting for good at its first 501.
         """
         deleted = self._delete_own(claim)
@@ -470,88 +364,16 @@ class ClaimProtocol:
         if not self.conditional_delete:
             return None
         try:
-            self.backend.delete(layout.lock_key(claim.hash), claim.etag)
-            return True
+            return writes.delete(self.backend, layout.lock_key(claim.hash), claim.etag)
         except ConditionalDeleteUnsupported:
             log.warning("the store cannot delete on a condition: locks are released by rewriting them instead")
             self.conditional_delete = False
             return None
-        except ObjectChanged:
-            return False
-        except ObjectNotFound:
-            # Our own earlier delete whose response was lost, or an operator's cleanup.
-            return True
 
 
-# An ETag no object has.
-_NO_SUCH_ETAG = '"00000000000000000000000000000000"'
-# What each backend's store was found to do, for as long as the backend lives:
-# a Lambda execution environment keeps its backend from one warm invocation
-# to the next, and probes once.
-_store_verdicts: weakref.WeakKeyDictionary[Backend, bool] = weakref.WeakKeyDictionary()
-
-
-def probe_store(backend: Backend) -> bool:
-    """Whether ``backend``'s store deletes on a condition, probed the first time it is asked (see _probe_store)."""
-    if backend.conditions_are_our_own:
-        return True
-    if backend not in _store_verdicts:
-        _store_verdicts[backend] = _probe_store(backend)
-    return _store_verdicts[backend]
-
-
-def _probe_store(backend: Backend) -> bool:
-    """Learn what the store's conditional writes do, once, before any claim; whether it deletes on a condition.
-
-    Four round trips on a probe object of one's own: a create; then, side
-    by side, a second create (If-None-Match) and a replace on an ETag it does
-    not have (If-Match), both of which must fail; then a delete on that
-    wrong ETag (after them: a store that ignores its condition deletes the
-    probe, which would let a second create running beside it through); then
-    the probe is deleted. A store that lets the second create or the replace through
-    would let two workers hold one lock: UnsupportedStore, and no claim is
-    ever made (never a silent fall back to check-then-put). One that answers
-    the delete with 501 (LocalStack), or deletes regardless, cannot delete on
-    a condition: locks are then released by rewriting them (see release).
-    """
-    key = layout.probe_key(uuid.uuid4().hex)
-    try:
-        backend.create(key, b'{"probe": "s3wq"}')
-    except ObjectExists:
-        pass  # the key is ours alone: our own create, whose response was lost and whose retry met it
-
-    def second_create() -> str | None:
-        try:
-            backend.create(key, b"second")
-        except ObjectExists:
-            return None
-        return "If-None-Match on PUT (a second create of an existing key succeeded)"
-
-    def wrong_replace() -> str | None:
-        try:
-            backend.replace(key, b"replaced", _NO_SUCH_ETAG)
-        except (ObjectChanged, ObjectNotFound):
-            return None
-        return "If-Match on PUT (a replace on a wrong ETag succeeded)"
-
-    def wrong_delete() -> bool:
-        try:
-            backend.delete(key, _NO_SUCH_ETAG)
-        except ObjectChanged:
-            return True
-        except (ConditionalDeleteUnsupported, ObjectNotFound):
-            return False
-        return False  # deleted on a wrong ETag: the condition is ignored
-
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="s3wq-probe") as pool:
-        ignored = [problem for problem in pool.map(lambda check: check(), (second_create, wrong_replace)) if problem]
-    deletes_on_a_condition = wrong_delete()
-    backend.delete(key)
-    if ignored:
-        raise UnsupportedStore(f"the store at {backend.uri} ignores {ignored[0]}: s3wq's claims need conditional writes")
-    if not deletes_on_a_condition:
-        log.warning("the store at %s cannot delete on a condition: locks are released by rewriting them", backend.uri)
-    return deletes_on_a_condition
+def _lock_owner(found: StoredObject) -> str | None:
+    body = LockBody.decode(found.body)
+    return None if body is None else body.owner
 
 
 def _rounded(seconds: float | None) -> float | None:

@@ -16,6 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+# S3's ListObjectsV2 returns at most 1,000 keys a page: what a listing costs is counted in these pages.
+LIST_PAGE_KEYS = 1000
+
 
 @dataclass(frozen=True)
 class StoredObject:
@@ -43,7 +46,7 @@ class Backend(Protocol):
     narrow_listing_is_cheap: bool
     # Whether s3wq itself makes create/replace/delete atomic (a directory,
     # under its own locks): then nothing is to be learnt by probing the store
-    # (see claims.probe_store).
+    # (see protocol.probe).
     conditions_are_our_own: bool
 
     def read(self, key: str) -> StoredObject:
