@@ -12,15 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from s3wq.host.containment import (
-    MAX_LEFTOVERS_CHARS,
-    Member,
-    ModuleThreads,
-    _read_stat,
-    describe_leftovers,
-    leftover_threads,
-    not_kept,
-)
+from s3wq.host.containment import MAX_LEFTOVERS_CHARS, describe_leftovers, not_kept
+from s3wq.host.procfs import Member
+from s3wq.host.procfs import read_stat as _read_stat
+from s3wq.host.threads import ModuleThreads, leftover_threads
 
 
 def member(pid: int, parent: int, started: int = 1, name: str = "sleep") -> Member:

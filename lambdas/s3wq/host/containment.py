@@ -1,4 +1,4 @@
-"""The boundary a processor host's warden holds: every process below it, found and ended by the warden itself; and the threads a run left.
+"""The boundary a processor host's warden holds: every process below it, found and ended by the warden itself.
 
 On Linux the warden makes itself a *child subreaper*
 (``prctl(PR_SET_CHILD_SUBREAPER)``) before it forks the runner. A process of
@@ -7,7 +7,8 @@ that forked twice and called ``setsid`` -- is then reparented to the warden,
 not to PID 1, so every process a processor starts stays a descendant of the
 warden whatever it does with sessions and process groups. The warden lists
 them through ``/proc/<pid>/task/<tid>/children`` (or, on a kernel without
-that file, from every ``/proc/<pid>/stat``), and ends them in two steps.
+that file, from every ``/proc/<pid>/stat``: :mod:`s3wq.host.procfs`), and
+ends them in two steps.
 First it freezes them: SIGSTOP to every member found, listing again until
 two rounds a few milliseconds apart find nobody new, since a list read while
 members fork or exit can miss a child on its way (a fork chain, an orphan
@@ -40,14 +41,11 @@ import ctypes
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import thread as _futures_thread
-from dataclasses import dataclass
-from types import FrameType
 
 from s3wq.errors import S3wqError
+from s3wq.host.procfs import Member, children_files, descendants, read_stat
 from s3wq.protocol import clock
 from s3wq.wording import plural
 
@@ -59,65 +57,6 @@ _FREEZE_PAUSE_SECONDS = 0.005
 # Names shown in a leftovers line, and its length: the same bug must read the same every group.
 _NAMES_SHOWN = 3
 MAX_LEFTOVERS_CHARS = 300
-# A thread that is just returning, or a pool worker just handed an item, settles within this.
-_THREAD_SETTLE_SECONDS = 0.05
-_POOL_WORKER_CODE = _futures_thread._worker.__code__
-_POOL_JOB_CODE = _futures_thread._WorkItem.run.__code__
-# What reading /proc/<pid>/... raises once the process is gone (and reaped); nothing else means gone.
-_GONE = (FileNotFoundError, ProcessLookupError)
-
-
-@dataclass(frozen=True)
-class Member:
-    """A process below the warden, as /proc showed it."""
-
-    pid: int
-    parent: int
-    started: int  # clock ticks after boot: with the pid, names one process for good
-    name: str
-    alive: bool  # False once every thread of it is a zombie: it runs nothing, and only its parent's wait removes it
-
-    @property
-    def key(self) -> tuple[int, int]:
-        return (self.pid, self.started)
-
-
-def _name_and_fields(path: str) -> tuple[str, list[str]] | None:
-    try:
-        with open(path) as f:
-            text = f.read()
-    except _GONE:
-        return None  # gone meanwhile; any other error (EMFILE, ENFILE) raises: unseen is not gone
-    # The name sits between the first "(" and the last ")": it may hold spaces and parentheses itself.
-    head, rest = text.rsplit(")", 1)
-    return head.split("(", 1)[1], rest.split()
-
-
-def _any_thread_running(pid: int) -> bool:
-    """Whether a thread of ``pid`` is not yet a zombie: a process whose main thread exited first shows "Z" until they all have."""
-    try:
-        tasks = [task for task in os.listdir(f"/proc/{pid}/task") if task != str(pid)]
-    except _GONE:
-        return False
-    return any((read := _name_and_fields(f"/proc/{pid}/task/{task}/stat")) is not None and read[1][0] not in "ZX" for task in tasks)
-
-
-def _read_stat(pid: int) -> Member | None:
-    read = _name_and_fields(f"/proc/{pid}/stat")
-    if read is None:
-        return None
-    name, fields = read
-    return Member(pid, int(fields[1]), int(fields[19]), name, fields[0] not in "ZX" or _any_thread_running(pid))
-
-
-def running_children(pid: int) -> dict[int, str]:
-    """``pid``'s direct children that still run, with their names (Linux: /proc; none are seen elsewhere). A zombie has stopped."""
-    children = {}
-    for child in ProcessTree.children_of(pid):
-        member = _read_stat(child)
-        if member is not None and member.parent == pid and member.alive:
-            children[child] = member.name
-    return children
 
 
 def _become_subreaper() -> bool:
@@ -140,7 +79,7 @@ def _signal_member(member: Member, signum: int) -> None:
         pidfd = None  # no pidfd (a kernel before 5.3): a plain signal, checked just before
     try:
         # Read after the pidfd was opened: the same start time means the pidfd holds the listed process.
-        now = _read_stat(member.pid)
+        now = read_stat(member.pid)
         if now is None or now.started != member.started:
             return
         if pidfd is None:
@@ -160,48 +99,13 @@ class ProcessTree:
     def __init__(self) -> None:
         self.root = os.getpid()
         self.contained = _become_subreaper()
-        # CONFIG_PROC_CHILDREN: without it, parents are read from every process's stat.
-        self._children_files = os.path.exists(f"/proc/self/task/{self.root}/children")
+        self._children_files = children_files()
 
     def members(self) -> dict[int, Member]:
         """Every descendant (zombies too), by pid."""
         if not self.contained:
             return {}
-        found: dict[int, Member] = {}
-        children_of = self.children_of if self._children_files else self._children_from_stats()
-        pending = [self.root]
-        while pending:
-            parent = pending.pop()
-            for pid in children_of(parent):
-                member = _read_stat(pid)
-                # The parent checked: a pid reaped and reused between the two reads is another process.
-                if member is not None and member.parent == parent and pid not in found:
-                    found[pid] = member
-                    pending.append(pid)
-        return found
-
-    @staticmethod
-    def children_of(pid: int) -> list[int]:
-        children: list[int] = []
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except _GONE:
-            return children
-        for task in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{task}/children") as f:
-                    children += [int(child) for child in f.read().split()]
-            except _GONE:
-                continue
-        return children
-
-    @staticmethod
-    def _children_from_stats() -> Callable[[int], list[int]]:
-        by_parent: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and (member := _read_stat(int(entry))) is not None:
-                by_parent.setdefault(member.parent, []).append(member.pid)
-        return lambda pid: by_parent.get(pid, [])
+        return descendants(self.root, from_children_files=self._children_files)
 
     def end(
         self,
@@ -328,105 +232,3 @@ def describe_leftovers(processes: Sequence[str], threads: Sequence[str]) -> str:
     if threads:
         parts.append(f"{plural(len(threads), 'thread')} ({_names(threads)})")
     return " and ".join(parts)[:MAX_LEFTOVERS_CHARS]
-
-
-# --- threads ---------------------------------------------------------------------------------------------------
-
-
-def _pool_worker_frame(frame: FrameType | None) -> FrameType | None:
-    """The frame of a stdlib ThreadPoolExecutor's worker loop in a thread's stack, if it is one of a pool's threads."""
-    while frame is not None and frame.f_code is not _POOL_WORKER_CODE:
-        frame = frame.f_back
-    return frame
-
-
-def _pool_job(frame: FrameType | None) -> object | None:
-    """The work item a pool's thread is running (None: not a pool's thread, or between jobs)."""
-    loop = _pool_worker_frame(frame)
-    return None if loop is None else loop.f_locals.get("work_item")
-
-
-def idle_pool_worker(frame: FrameType | None) -> bool:
-    """Whether a thread is a stdlib ThreadPoolExecutor worker waiting on its work queue, with nothing queued.
-
-    Such a thread runs nothing of any run, so it is not a leftover: a pool
-    the module fills lazily (its threads start in the first runs that submit
-    work) must not cost a new host and a failed attempt per group, nor hold
-    up every in-process run until its lease ends. Idle: the pool's
-    ``_worker`` loop holds no work item whose future is pending, and the
-    queue is empty; a worker still tidying up after a job whose future is
-    done (the processor's ``result()`` came back first) is idle too. A work
-    item just popped but not yet stored is in neither: callers look twice, a
-    moment apart.
-    """
-    finished = True
-    while frame is not None and frame.f_code is not _POOL_WORKER_CODE:
-        if frame.f_code is _POOL_JOB_CODE:
-            job = frame.f_locals.get("self")  # None once the job has set its exception
-            finished = job is None or job.future.done()
-        frame = frame.f_back
-    if frame is None:
-        return False
-    local = frame.f_locals
-    job, queue = local.get("work_item"), local.get("work_queue")
-    return finished and (job is None or job.future.done()) and queue is not None and queue.empty()
-
-
-class ModuleThreads:
-    """The threads that ran before any run -- the module's own from its import (a warm pool, an SDK's), and s3wq's."""
-
-    def __init__(self) -> None:
-        frames = sys._current_frames()
-        self.threads = set(threading.enumerate())
-        # The job each pool thread of the module was running then (a loop it keeps running is its own).
-        self._jobs = {thread: _pool_job(frames.get(thread.ident)) for thread in self.threads}
-
-    def add(self, thread: threading.Thread) -> None:
-        self.threads.add(thread)
-
-    def at_own_work(self, thread: threading.Thread, frame: FrameType | None) -> bool:
-        """Whether ``thread`` is one of these doing what it did then: its own loop, or the pool job it had then.
-
-        A pool thread of the module running another job runs one a run
-        submitted, most likely, and left running.
-        """
-        if thread not in self.threads:
-            return False
-        if _pool_worker_frame(frame) is None:
-            return True
-        job = _pool_job(frame)
-        return job is not None and job is self._jobs.get(thread)
-
-
-def _threads_of_runs(own: ModuleThreads) -> tuple[list[threading.Thread], bool]:
-    """Threads at work that are not at the module's own (nor s3wq's), and whether an idle pool worker was passed over."""
-    frames = sys._current_frames()
-    busy, pooled = [], False
-    for thread in threading.enumerate():
-        frame = frames.get(thread.ident)
-        # A native thread that once called into Python stays listed as a dummy forever: not ours to judge.
-        if thread is threading.current_thread() or isinstance(thread, threading._DummyThread) or not thread.is_alive():
-            continue
-        if own.at_own_work(thread, frame):
-            continue
-        if idle_pool_worker(frame):
-            pooled = True
-        else:
-            busy.append(thread)
-    return busy, pooled
-
-
-def leftover_threads(own: ModuleThreads) -> list[str]:
-    """The names of the threads a run left at work: not ``own``'s at their own work, nor idle in a pool.
-
-    A thread cannot be stopped alone: a process whose run left one must end.
-    """
-    busy, pooled = _threads_of_runs(own)
-    if not busy and not pooled:
-        return []
-    give_up = time.monotonic() + _THREAD_SETTLE_SECONDS
-    for thread in busy:
-        if thread not in own.threads:  # a pool thread of the module goes back to its queue, not away
-            thread.join(max(0.0, give_up - time.monotonic()))
-    time.sleep(max(0.001, give_up - time.monotonic()) if busy else 0.001)  # and the GIL to a pool worker holding an item not yet stored
-    return sorted(thread.name for thread in _threads_of_runs(own)[0])

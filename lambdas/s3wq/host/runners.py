@@ -34,10 +34,12 @@ import time
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from s3wq.host.containment import describe_leftovers, idle_pool_worker, running_children
+from s3wq.host.containment import describe_leftovers
 from s3wq.host.killtimer import KillTimer, process_kill_timer
+from s3wq.host.procfs import running_children
 from s3wq.host.sandbox import ProcessorHost, Raised, Returned, Unkillable, one_line_error, processor_traceback
 from s3wq.host.stopping import GracefulStop
+from s3wq.host.threads import idle_pool_worker
 from s3wq.model import Group, RunStop
 from s3wq.processors import Processor, ProcessorContext
 from s3wq.protocol import clock

@@ -63,13 +63,12 @@ import socket
 import subprocess
 import sys
 import traceback
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
-from s3wq.errors import ProcessorNotFound, S3wqError
-from s3wq.host.containment import Member, ProcessTree, outside
+from s3wq.errors import ProcessorNotFound
+from s3wq.host.orphans import ORPHANS as _ORPHANS  # this process's: one for every host it starts
 from s3wq.host.warden import EXIT_ENDED
 from s3wq.inputs import ANYTHING, InputPolicy, policy_to_json
 from s3wq.protocol import clock
@@ -77,10 +76,6 @@ from s3wq.protocol.tracebacks import ErrorFrame
 
 # How long kill() waits for the warden to end the host: longer than the warden keeps trying itself.
 KILL_WAIT_SECONDS = 15.0
-# How long the worker keeps killing what a dead warden left, before it calls the run unkillable.
-SWEEP_SECONDS = 5.0
-# The environment variable that marks every process of this process's hosts (see _Orphans).
-HOST_MARK_ENV = "S3WQ_PROCESSOR_HOST"
 # Not ``-m s3wq.host.warden``: the package imports it before runpy would run it as __main__.
 _HOST_ENTRY = "import sys; from s3wq.host.warden import host_main; host_main(sys.argv[1:])"
 
@@ -144,82 +139,6 @@ def _signal_quietly(pid: int, signum: int, *, group: bool = False) -> None:
 def _resume(pid: int) -> None:
     """SIGCONT: a warden the processor stopped (SIGSTOP) could not handle the SIGTERM sent with it."""
     _signal_quietly(pid, signal.SIGCONT)
-
-
-class _Orphans:
-    """What dead wardens left: this process, their subreaper (Linux, once a host that adopts orphans started), ends and reaps it.
-
-    A processor can kill its warden (``os.kill(os.getppid(), SIGKILL)``,
-    ``os.killpg(0, SIGKILL)``): the warden's processes are then reparented to
-    the nearest subreaper above it, this process, and nothing else would end
-    them. Only an orphan is ended: the wardens this process started, alive
-    or not yet reaped by their Popen, are kept with all below them.
-    """
-
-    def __init__(self) -> None:
-        self._tree: ProcessTree | None = None
-        self.wardens: set[int] = set()
-        # Every host this process starts carries this mark in its environment, and so does what it starts (unless a
-        # processor execs a child with an environment of its own): an orphan is told from this process's other
-        # children -- an embedding program's servers and tools -- by it, never by being below this process alone.
-        self.mark = f"{HOST_MARK_ENV}={uuid.uuid4().hex}".encode()
-        self._marked: set[tuple[int, int]] = set()  # orphans seen with the mark: their zombies are ours to reap
-
-    @property
-    def adopting(self) -> bool:
-        return self._tree is not None and self._tree.contained
-
-    def adopt(self) -> None:
-        # Once: a subreaper must reap every orphan from then on, which an embedding program may not expect.
-        if self._tree is None:
-            self._tree = ProcessTree()
-
-    def _carries_mark(self, member: Member) -> bool:
-        if member.key in self._marked:
-            return True
-        try:
-            with open(f"/proc/{member.pid}/environ", "rb") as environ:
-                marked = self.mark in environ.read().split(b"\0")
-        except (FileNotFoundError, ProcessLookupError):
-            return False  # gone meanwhile
-        if marked:
-            self._marked.add(member.key)
-        return marked
-
-    def _outside_hosts(self, members: dict[int, Member]) -> list[Member]:
-        """The orphans of dead hosts: below this process, outside every live host, carrying a host's mark."""
-        me = os.getpid()
-        candidates = outside(members, {m.key for m in members.values() if m.parent == me and m.pid in self.wardens})
-        return [m for m in candidates if self._carries_mark(m)]
-
-    def reap(self) -> None:
-        """Wait for orphans that died, by pid: waitpid(-1) would steal a Popen's status."""
-        if not self.adopting:
-            return
-        me = os.getpid()
-        try:
-            members = self._tree.members()
-        except OSError:
-            return  # /proc unreadable for now (EMFILE): the next call reaps them
-        for member in self._outside_hosts(members):
-            if member.parent == me and not member.alive:
-                try:
-                    os.waitpid(member.pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass  # not ours after all (reaped meanwhile)
-
-    def sweep(self) -> bool:
-        """Kill every orphan, in rounds, and reap them: True once none runs (False if this process is no subreaper)."""
-        if not self.adopting:
-            return False
-        try:
-            _, stuck = self._tree.end(self._outside_hosts, reap=self.reap, within=SWEEP_SECONDS, zombies_too=True)
-        except (OSError, S3wqError):
-            return False  # /proc could not be read, or orphans kept appearing: not shown gone
-        return not any(member.alive for member in stuck)
-
-
-_ORPHANS = _Orphans()
 
 
 class ProcessorHost:

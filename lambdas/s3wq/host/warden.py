@@ -1,8 +1,9 @@
-"""The processor host's own side: the warden, which alone ends the host's processes, and the runner it forks.
+"""The processor host's own side: the warden, which alone ends the host's processes, and forks the runner.
 
 The host is two processes in a session of their own: a *warden*, the
 session leader, which runs no user code and holds no GIL for long, and the
-*runner* it forks, which loads the processor and runs groups. The warden
+*runner* it forks (:mod:`s3wq.host.runner_process`), which loads the
+processor and runs groups. The warden
 relays messages between the worker (:class:`s3wq.host.sandbox.ProcessorHost`)
 and the runner. It alone ends the host's processes (see
 :mod:`s3wq.host.containment`): a run's leftovers when the run ends, before the
@@ -20,21 +21,17 @@ import resource
 import signal
 import socket
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection, wait
 
-from s3wq.errors import S3wqError
-from s3wq.host.containment import KeptAppearing, Member, ModuleThreads, ProcessTree, describe_leftovers, leftover_threads, not_kept
+from s3wq.host.containment import KeptAppearing, ProcessTree, describe_leftovers, not_kept
 from s3wq.host.killtimer import KillTimer
-from s3wq.inputs import InputPolicy, policy_from_json
+from s3wq.host.procfs import Member
+from s3wq.host.runner_process import REAP, SELF_STOP_GRACE_SECONDS, runner_main
+from s3wq.inputs import policy_from_json
 from s3wq.protocol import clock
-from s3wq.protocol.tracebacks import own_frame, processor_roots
 
-# The host stops itself this long after the lease the worker reported, if
-# the worker has not stopped it first; less than the worker's lease margin.
-_SELF_STOP_GRACE_SECONDS = 0.25
 _WATCH_SLICE_SECONDS = 0.5
 _PR_SET_PDEATHSIG = 1
 
@@ -50,8 +47,6 @@ _GIVE_UP_SECONDS = 10.0
 _RUNNER_EXIT_SECONDS = 1.0
 # How long a run's leftovers may keep reappearing as they are frozen before the runner counts as starting them.
 _RESPAWN_SECONDS = 1.0
-# The warden -> runner message naming the runner's children it killed: zombies the runner must wait for.
-_REAP = "reap"
 
 
 def _prctl_pdeathsig(signum: int) -> None:
@@ -60,118 +55,6 @@ def _prctl_pdeathsig(signum: int) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
         except (OSError, AttributeError):
             pass  # the warden still sees its pipe close
-
-
-class _RunnerState:
-    def __init__(self) -> None:
-        self.kill_timer = KillTimer()
-        self.lock = threading.Lock()
-        self.held_until = 0.0
-        self.running = False
-        self.runs: list[tuple] = []
-        self.arrived = threading.Condition(self.lock)
-
-    def held(self) -> bool:
-        """ctx.claim_is_held(): only while a run is in progress, so that a thread a run left behind sees False."""
-        return self.running and clock.now() < self.held_until
-
-    def arm(self) -> None:
-        """Have the kernel end the runner at the lease's end; never while idle."""
-        if self.running:
-            self.kill_timer.arm(self.held_until + _SELF_STOP_GRACE_SECONDS)
-        else:
-            self.kill_timer.disarm()
-
-
-def _listen(conn: Connection, state: _RunnerState) -> None:
-    """The runner's ear: lease updates and runs from the warden; exit when the warden is gone."""
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            os._exit(0)
-        if message[0] == _REAP:
-            _reap_killed(message[1])
-            continue
-        with state.lock:
-            if message[0] == "lease":
-                state.held_until = message[1]
-            else:
-                if message[0] == "run":
-                    state.held_until = message[7]
-                    state.running = True
-                state.runs.append(message)
-                state.arrived.notify()
-            state.arm()
-
-
-def _reap_killed(pids: list[int]) -> None:
-    """Wait for the runner's children that the warden killed: a long-lived runner would keep each as a zombie.
-
-    Only those: a child the module started and still owns is its to wait for
-    (a multiprocessing Process whose pid another wait took reads as alive).
-    A killed child is a zombie until waited for, so its pid names it still.
-    """
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass  # the processor waited for it itself
-
-
-def _runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
-    from s3wq.host.sandbox import one_line_error, processor_traceback
-    from s3wq.model import Group
-    from s3wq.processors import ProcessorContext, load_processor
-    from s3wq.protocol.bodies import MAX_TRACEBACK_CHARS
-    from s3wq.store import open_backend
-
-    try:
-        processor = load_processor(processor_spec)
-        backend = open_backend(workspace_uri)
-    except S3wqError as exc:
-        conn.send(("load_error", str(exc)))
-        return
-    except Exception as exc:  # noqa: BLE001 -- the user's module failed to import: report it, the worker names it
-        conn.send(("load_error", f"processor {processor_spec!r} failed to load: {one_line_error(exc)}"))
-        return
-    roots = processor_roots(processor)
-    state = _RunnerState()
-    # What runs from the module's import on (a warm pool, an SDK's thread) is the module's, never a run's leftover.
-    own_threads = ModuleThreads()
-    listener = threading.Thread(target=_listen, args=(conn, state), daemon=True, name="s3wq-host-listener")
-    own_threads.add(listener)
-    listener.start()
-    conn.send(("ready",))
-    while True:
-        with state.lock:
-            while not state.runs:
-                state.arrived.wait()
-            message = state.runs.pop(0)
-            if message[0] == "exit":
-                return
-            state.arm()  # before the processor starts, not only when the listener gets round to it
-        _, hash_, paths, worker_id, attempt, owner, deadline_epoch, _held_until = message
-        group = Group(hash_, tuple(paths))
-        ctx = ProcessorContext(
-            worker_id=worker_id,
-            attempt=attempt,
-            deadline=deadline_epoch,
-            group=group,
-            backend=backend,
-            owner=owner,
-            _held=state.held,
-            input_policy=input_policy,
-        )
-        try:
-            processor(group, ctx)
-            reply: tuple = ("done", ctx.input_error_count, ctx.input_errors)
-        except Exception as exc:  # noqa: BLE001 -- a processor failure is an attempt, reported to the worker
-            reply = ("raised", one_line_error(exc), "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:], own_frame(exc, roots))
-        with state.lock:
-            state.running = False
-            state.arm()
-        conn.send((*reply, leftover_threads(own_threads)))
 
 
 class _Warden:
@@ -289,7 +172,7 @@ class _Warden:
     def _tell_runner_to_reap(self, killed: list[Member]) -> None:
         if orphans := [m.pid for m in killed if m.parent == self.runner_pid]:
             try:
-                self.runner.send((_REAP, orphans))
+                self.runner.send((REAP, orphans))
             except OSError:
                 pass  # the runner died: reaped by the watch
 
@@ -300,7 +183,7 @@ class _Warden:
             self.end_host()  # the worker is gone: so is its claim
 
     def _runner_died(self) -> None:
-        over = self.deadline is not None and clock.now() >= self.deadline - _SELF_STOP_GRACE_SECONDS
+        over = self.deadline is not None and clock.now() >= self.deadline - SELF_STOP_GRACE_SECONDS
         self.tell_worker(("died", self.runner_code, over))
         self.end_host()
 
@@ -312,9 +195,9 @@ class _Warden:
         if message[0] == "exit":
             self.end_host()
         if message[0] == "run":
-            self.deadline = message[7] + _SELF_STOP_GRACE_SECONDS
+            self.deadline = message[7] + SELF_STOP_GRACE_SECONDS
         elif message[0] == "lease" and self.deadline is not None:  # one sent as the run ended is old news
-            self.deadline = message[1] + _SELF_STOP_GRACE_SECONDS
+            self.deadline = message[1] + SELF_STOP_GRACE_SECONDS
         if self.deadline is not None:
             self.lease_over.arm(self.deadline)
         try:
@@ -396,7 +279,7 @@ def host_main(argv: Sequence[str]) -> None:
         for signum in _ENDING_SIGNALS:
             signal.signal(signum, signal.SIG_DFL)
         try:
-            _runner_main(Connection(theirs.detach()), processor_spec, workspace_uri, policy_from_json(input_policy))
+            runner_main(Connection(theirs.detach()), processor_spec, workspace_uri, policy_from_json(input_policy))
         finally:
             os._exit(0)
     theirs.close()

@@ -1,0 +1,140 @@
+"""The processor host's runner: the process the warden forks, which loads the processor once and runs groups.
+
+It hears of runs and of the lease from the warden (:mod:`s3wq.host.warden`),
+calls the processor, and replies with how the run ended and the threads it
+left at work; the warden alone ends processes. Its own kernel timer kills
+it at the lease's end (plus a grace), even while the processor holds the
+GIL in native code, and ``ctx.claim_is_held()`` is true only while a run
+is in progress.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from multiprocessing.connection import Connection
+
+from s3wq.errors import S3wqError
+from s3wq.host.killtimer import KillTimer
+from s3wq.host.threads import ModuleThreads, leftover_threads
+from s3wq.inputs import InputPolicy
+from s3wq.protocol import clock
+from s3wq.protocol.tracebacks import own_frame, processor_roots
+
+# The host stops itself this long after the lease the worker reported, if
+# the worker has not stopped it first; less than the worker's lease margin.
+SELF_STOP_GRACE_SECONDS = 0.25
+# The warden -> runner message naming the runner's children it killed: zombies the runner must wait for.
+REAP = "reap"
+
+
+class _RunnerState:
+    def __init__(self) -> None:
+        self.kill_timer = KillTimer()
+        self.lock = threading.Lock()
+        self.held_until = 0.0
+        self.running = False
+        self.runs: list[tuple] = []
+        self.arrived = threading.Condition(self.lock)
+
+    def held(self) -> bool:
+        """ctx.claim_is_held(): only while a run is in progress, so that a thread a run left behind sees False."""
+        return self.running and clock.now() < self.held_until
+
+    def arm(self) -> None:
+        """Have the kernel end the runner at the lease's end; never while idle."""
+        if self.running:
+            self.kill_timer.arm(self.held_until + SELF_STOP_GRACE_SECONDS)
+        else:
+            self.kill_timer.disarm()
+
+
+def _listen(conn: Connection, state: _RunnerState) -> None:
+    """The runner's ear: lease updates and runs from the warden; exit when the warden is gone."""
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            os._exit(0)
+        if message[0] == REAP:
+            _reap_killed(message[1])
+            continue
+        with state.lock:
+            if message[0] == "lease":
+                state.held_until = message[1]
+            else:
+                if message[0] == "run":
+                    state.held_until = message[7]
+                    state.running = True
+                state.runs.append(message)
+                state.arrived.notify()
+            state.arm()
+
+
+def _reap_killed(pids: list[int]) -> None:
+    """Wait for the runner's children that the warden killed: a long-lived runner would keep each as a zombie.
+
+    Only those: a child the module started and still owns is its to wait for
+    (a multiprocessing Process whose pid another wait took reads as alive).
+    A killed child is a zombie until waited for, so its pid names it still.
+    """
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass  # the processor waited for it itself
+
+
+def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
+    from s3wq.host.sandbox import one_line_error, processor_traceback
+    from s3wq.model import Group
+    from s3wq.processors import ProcessorContext, load_processor
+    from s3wq.protocol.bodies import MAX_TRACEBACK_CHARS
+    from s3wq.store import open_backend
+
+    try:
+        processor = load_processor(processor_spec)
+        backend = open_backend(workspace_uri)
+    except S3wqError as exc:
+        conn.send(("load_error", str(exc)))
+        return
+    except Exception as exc:  # noqa: BLE001 -- the user's module failed to import: report it, the worker names it
+        conn.send(("load_error", f"processor {processor_spec!r} failed to load: {one_line_error(exc)}"))
+        return
+    roots = processor_roots(processor)
+    state = _RunnerState()
+    # What runs from the module's import on (a warm pool, an SDK's thread) is the module's, never a run's leftover.
+    own_threads = ModuleThreads()
+    listener = threading.Thread(target=_listen, args=(conn, state), daemon=True, name="s3wq-host-listener")
+    own_threads.add(listener)
+    listener.start()
+    conn.send(("ready",))
+    while True:
+        with state.lock:
+            while not state.runs:
+                state.arrived.wait()
+            message = state.runs.pop(0)
+            if message[0] == "exit":
+                return
+            state.arm()  # before the processor starts, not only when the listener gets round to it
+        _, hash_, paths, worker_id, attempt, owner, deadline_epoch, _held_until = message
+        group = Group(hash_, tuple(paths))
+        ctx = ProcessorContext(
+            worker_id=worker_id,
+            attempt=attempt,
+            deadline=deadline_epoch,
+            group=group,
+            backend=backend,
+            owner=owner,
+            _held=state.held,
+            input_policy=input_policy,
+        )
+        try:
+            processor(group, ctx)
+            reply: tuple = ("done", ctx.input_error_count, ctx.input_errors)
+        except Exception as exc:  # noqa: BLE001 -- a processor failure is an attempt, reported to the worker
+            reply = ("raised", one_line_error(exc), "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:], own_frame(exc, roots))
+        with state.lock:
+            state.running = False
+            state.arm()
+        conn.send((*reply, leftover_threads(own_threads)))
