@@ -60,9 +60,10 @@ from cost import (
 
 from s3wq.config import MIN_RUN_SECONDS
 from s3wq.index import PARALLEL_SEGMENT_WRITES, encode_groups, make_groups, prefix_length
-from s3wq.ops.status import LIST_PAGE_KEYS, partition_digits
+from s3wq.ops.status import partition_digits
 from s3wq.store import MAX_PARALLEL_REQUESTS, SMALL_BODY_BYTES, layout
-from s3wq.worker import LISTING_GROUPS_PER_PAGE
+from s3wq.store.base import LIST_PAGE_KEYS
+from s3wq.worker.walk import LISTING_GROUPS_PER_PAGE
 
 # --- S3's limits -----------------------------------------------------------------------------------------
 
@@ -119,7 +120,7 @@ UNCONTENDED_WHERE = {("PutObject", LOCKS): 1, ("HeadObject", DONE): 1, ("PutObje
 UNCONTENDED = {op: sum(n for (o, _), n in UNCONTENDED_WHERE.items() if o == op) for op, _ in UNCONTENDED_WHERE}
 # A collision's extra requests land on the lock (PUT, GET, DELETE) or on the
 # done flags (the HEAD of a group a peer finished, and the LIST that refreshes
-# the segment's listing after it; Worker._next_claim).
+# the segment's listing after it; Claimer.next in s3wq.worker.claiming).
 COLLISION_WHERE = {"PutObject": LOCKS, "GetObject": LOCKS, "DeleteObject": LOCKS, "HeadObject": DONE, "ListObjectsV2": DONE}
 # Round trips a claim waits for: the lock PUT, then the done-flag HEAD.
 CLAIM_ROUND_TRIPS = 2
@@ -326,12 +327,12 @@ class Segments:
     digits: int
     count: int
     groups_each: float
-    listed: bool  # Worker._load lists the prefix's flags instead of checking each group
+    listed: bool  # SegmentLoader.load lists the prefix's flags instead of checking each group
     done_pages: int  # LIST pages of one prefix's done flags once all are done
 
 
 def segments_for(groups: int) -> Segments:
-    """prefix_length's digits; the prefixes a uniform hash fills; Worker._load's rule for listing them."""
+    """prefix_length's digits; the prefixes a uniform hash fills; SegmentLoader.load's rule for listing them."""
     digits = prefix_length(groups)
     prefixes = 16**digits
     # Expected non-empty prefixes of ``groups`` uniform hashes.
@@ -343,7 +344,7 @@ def segments_for(groups: int) -> Segments:
 
 
 def segment_load(seg: Segments) -> dict:
-    """Loading one segment (Worker._load): its GET, then (listed) one LIST of failed flags and the done flags' pages."""
+    """Loading one segment (SegmentLoader.load): its GET, then (listed) one LIST of failed flags and the done flags' pages."""
     tally: dict = {}
     _add(tally, "GetObject", SEGMENTS, 1)
     if seg.listed:
@@ -391,7 +392,7 @@ def cycle_seconds(group_seconds: float, seg: Segments, lat: Latency, cal: Calibr
     While the processor runs, helper threads claim the next group (lock PUT,
     done-flag HEAD, and now and then a segment's load) and release the last
     one's lock; when it returns, the done flag is written, beside whatever is
-    left of that claim (Worker._attempt, _complete). So a group costs
+    left of that claim (Worker._attempt, Finisher.complete). So a group costs
     max(processor + one round trip, the claim's round trips), plus the
     worker's own CPU for its requests.
     """
@@ -412,7 +413,7 @@ def collisions(groups_done: float, cal: Calibration) -> float:
     """Collisions of one worker that did ``groups_done`` groups: as calibrated, grown with the log of its groups.
 
     A worker that runs into a peer jumps into the largest stretch nobody has
-    finished (Worker._jump_into_largest_gap), so collisions grow with the log
+    finished (s3wq.worker.walk.jump_into_largest_gap), so collisions grow with the log
     of the groups, not with the groups. An upper bound while each worker's
     share outlasts its invocation: workers then never meet.
     """

@@ -68,3 +68,16 @@ class StopReason(StrEnum):
     LOCKED_BY_OTHERS = "locked_by_others"  # what is left is held by other workers until after the time limit
     INTERRUPTED = "interrupted"  # the operator stopped the worker
     PROCESSOR_FAILING = "processor_failing"  # the breaker: every group it ran failed with one error
+
+
+class GroupOutcome(StrEnum):
+    """How one group ended for the worker that claimed or ran it: what its walk makes of it, and what its observer hears."""
+
+    DONE = "done"  # the processor returned; this worker wrote the done flag
+    ALREADY_FINISHED = "already_finished"  # done or failed by someone else before this worker could finish it
+    FAILED = "failed"  # out of attempts: failed for good
+    RELEASED = "released"  # handed back unfinished: a retry's pause, a tripped breaker, or no time left to run it
+    NOT_ENOUGH_TIME = "not_enough_time"  # needs more time than this worker has left
+    TIMED_OUT = "timed_out"  # stopped at the worker's deadline or the group timeout, handed back
+    INTERRUPTED = "interrupted"  # stopped by SIGINT or SIGTERM, handed back
+    LOST = "lost"  # the lock was taken, or the lease could not be renewed

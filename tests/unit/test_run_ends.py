@@ -22,7 +22,7 @@ from s3wq.protocol.claims import ClaimProtocol
 from s3wq.protocol.lease import LeaseKeeper, lease_margin
 from s3wq.protocol.tracebacks import ErrorFrame
 from s3wq.store import layout
-from s3wq.worker import failure_of
+from s3wq.worker.breaker import failure_of
 
 HASH = layout.group_hash(["s3://inputs/a.pdf"])
 
