@@ -41,8 +41,9 @@ from pathlib import Path
 
 from common import emit, machine
 
-from s3wq.ops.status import LIST_PAGE_KEYS, partition_digits
+from s3wq.ops.status import partition_digits
 from s3wq.store import MAX_PARALLEL_REQUESTS
+from s3wq.store.base import LIST_PAGE_KEYS
 
 # us-east-1 list prices, read on this date; check the pricing pages before quoting them.
 PRICES_AS_OF = "2026-11-29"

@@ -54,9 +54,10 @@ from prefilled_s3 import PrefilledS3
 
 from s3wq import WorkIndex
 from s3wq.index import SEGMENT_TARGET_GROUPS, make_groups
-from s3wq.ops.status import LIST_PAGE_KEYS, partition_digits
+from s3wq.ops.status import partition_digits
 from s3wq.protocol.bodies import FAILED, HELD, RELEASED, LockBody
 from s3wq.store import MAX_PARALLEL_REQUESTS, S3Backend, layout
+from s3wq.store.base import LIST_PAGE_KEYS
 
 BUCKET = "bench-status"
 DONE_FRACTION, FAILED_FRACTION, LOCKS_PER_THOUSAND = 0.60, 0.01, 1.0
@@ -137,7 +138,7 @@ def lock_body(hash_: str, state: str) -> str:
 def _measure_child(endpoint: str, operation: str, results) -> None:
     try:
         os.environ["AWS_ENDPOINT_URL"] = endpoint
-        from s3wq.ops.operations import list_failures
+        from s3wq.ops.inspection import list_failures
         from s3wq.ops.status import queue_status
         from s3wq.store import make_s3_client, request_counts
 

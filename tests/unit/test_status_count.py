@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from support import recount_status
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
-from s3wq.index import Group, WorkIndex, encode_groups, make_groups
-from s3wq.ops.operations import failed_groups, inspect_group, list_failures
+from s3wq.index import WorkIndex, encode_groups, make_groups
+from s3wq.model import Group
+from s3wq.ops.inspection import failed_groups, inspect_group, list_failures
 from s3wq.ops.status import MAX_PARTITION_GROUPS, flag_partitions, partition_digits, queue_status
 from s3wq.protocol.bodies import FAILED, RELEASED, LockBody
 from s3wq.store import LocalBackend, layout

@@ -19,6 +19,7 @@ from s3wq.config import WorkerSettings, lambda_safety_margin
 from s3wq.errors import ConfigError
 from s3wq.handlers.runtime import PowertoolsObserver, logger, metrics, remaining_seconds, runtime, tracer
 from s3wq.host.runners import HostRunner
+from s3wq.model import StopReason
 from s3wq.store import request_counts
 from s3wq.worker import Worker
 
@@ -78,7 +79,7 @@ def handler(event: Any, context: Any) -> dict:
     # The S3 requests of this invocation, by operation (the client counts since its creation).
     before, after = requests_at_start, request_counts(rt.s3)
     doc = {**report.to_dict(), "s3_requests": {op: n - before.get(op, 0) for op, n in after.items() if n > before.get(op, 0)}}
-    if report.stopped_reason == "processor_failing":
+    if report.stopped_reason == StopReason.PROCESSOR_FAILING:
         logger.error(f"processor {rt.config.processor} failed every group it ran with the same error; this worker stopped", extra=doc)
     else:
         logger.info("worker stopped", extra=doc)

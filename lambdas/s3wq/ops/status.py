@@ -12,16 +12,15 @@ import math
 import queue
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.errors import BadInput, ObjectNotFound
 from s3wq.index import WorkIndex
 from s3wq.protocol.bodies import FAILED, FINISHED, RELEASED, LockBody
 from s3wq.store import MAX_PARALLEL_REQUESTS, Backend, layout
+from s3wq.store.base import LIST_PAGE_KEYS
 
-# ListObjectsV2 returns at most 1,000 keys a page.
-LIST_PAGE_KEYS = 1000
 # At most 16**3 = 4,096 partitions. Each costs three LISTs even when empty,
 # so past that the requests cost more than the memory they save.
 MAX_PARTITION_DIGITS = 3
@@ -32,7 +31,7 @@ MAX_PARTITION_GROUPS = 16_384
 
 
 @dataclass(frozen=True)
-class LockState:
+class LockReading:
     """A lock as a reader sees it now."""
 
     body: LockBody | None  # None: a lock s3wq cannot parse (olmocr's)
@@ -64,17 +63,19 @@ class LockState:
         return max(0.0, self.lease_seconds - self.age_seconds)
 
 
-def read_lock(backend: Backend, hash_: str, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS) -> LockState | None:
+def read_lock(backend: Backend, hash_: str, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS) -> LockReading | None:
     try:
         stored = backend.read(layout.lock_key(hash_))
     except ObjectNotFound:
         return None
     body = LockBody.decode(stored.body)
     lease = foreign_lock_timeout if body is None else body.lease_seconds
-    return LockState(body, stored.age_seconds, lease, stored.etag)
+    return LockReading(body, stored.age_seconds, lease, stored.etag)
 
 
-def read_locks(backend: Backend, hashes: list[str], *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS) -> dict[str, LockState]:
+def read_locks(
+    backend: Backend, hashes: list[str], *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS
+) -> dict[str, LockReading]:
     """The current state of each group's lock (groups whose lock vanished meanwhile are left out)."""
     if not hashes:
         return {}
@@ -178,7 +179,7 @@ class UnflaggedLock:
     """The lock of a group that had neither a done nor a failed flag when its partition was listed."""
 
     hash: str
-    state: LockState
+    state: LockReading
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,40 @@ def scan_flags(
 # --- the count -----------------------------------------------------------------------------------------
 
 
+@dataclass
+class _FlagCounts:
+    """What a scan of the flags found, before it is clamped to the index's counts."""
+
+    done: int = 0
+    failed: int = 0
+    live: int = 0
+    released: int = 0
+    longest_stale_in: float = 0.0
+    # Live locks' owners, and the claims made ahead of one: about one each a worker.
+    holders: dict[str, str] = field(default_factory=dict)
+    ahead: list[tuple[str, str | None]] = field(default_factory=list)
+
+    def add(self, item: PartitionFlags | UnflaggedLock) -> None:
+        if isinstance(item, PartitionFlags):
+            self.done += item.done
+            self.failed += len(item.failed)
+        elif item.state.failed:
+            self.failed += 1
+        elif item.state.live:
+            self.live += 1
+            self.longest_stale_in = max(self.longest_stale_in, item.state.stale_in)
+            if item.state.body is not None:
+                self.holders[item.hash] = item.state.body.owner
+                if item.state.body.behind is not None:
+                    self.ahead.append((item.state.body.behind, item.state.body.behind_owner))
+        elif item.state.released:
+            self.released += 1
+
+    def claimed_ahead(self) -> int:
+        """The live claims made ahead whose group in front is still held by the same claim: they have not started."""
+        return sum(1 for hash_, owner in self.ahead if owner is not None and self.holders.get(hash_) == owner)
+
+
 def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS, digits: int | None = None) -> dict:
     """Counts for a workspace, and how long the drain loop should wait for live locks.
 
@@ -282,33 +317,16 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
     partitioned by (:func:`flag_partitions`).
     """
     partitions = flag_partitions(backend, catalog_groups(backend), digits)
-    done = failed = live = released = 0
-    longest_stale_in = 0.0
-    # Live locks' owners, and the claims made ahead of one: about one each a worker.
-    holders: dict[str, str] = {}
-    ahead: list[tuple[str, str | None]] = []
+    found = _FlagCounts()
     for item in scan_flags(backend, partitions, foreign_lock_timeout=foreign_lock_timeout):
-        if isinstance(item, PartitionFlags):
-            done += item.done
-            failed += len(item.failed)
-        elif item.state.failed:
-            failed += 1
-        elif item.state.live:
-            live += 1
-            longest_stale_in = max(longest_stale_in, item.state.stale_in)
-            if item.state.body is not None:
-                holders[item.hash] = item.state.body.owner
-                if item.state.body.behind is not None:
-                    ahead.append((item.state.body.behind, item.state.body.behind_owner))
-        elif item.state.released:
-            released += 1
+        found.add(item)
     # The index is counted after the flags: it only grows, so every flag
     # listed names a group counted here, even if a populate and its workers
     # ran while the flags were listed.
     groups, paths = index_counts(backend)
-    done = min(done, groups)
-    failed = min(failed, groups - done)
-    live = min(live, groups - done - failed)
+    done = min(found.done, groups)
+    failed = min(found.failed, groups - done)
+    live = min(found.live, groups - done - failed)
     finished = done + failed
     pending = groups - finished - live
     return {
@@ -317,16 +335,15 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
         "done": done,
         "failed": failed,
         "locked": live,
-        # Its group in front still held by the same claim: this one has not started.
-        "claimed_ahead": min(live, sum(1 for hash_, owner in ahead if owner is not None and holders.get(hash_) == owner)),
+        "claimed_ahead": min(live, found.claimed_ahead()),
         "pending": pending,
         "remaining": groups - finished,
         "finished": finished,
         # Handed back (a run out of time, a signal, an operator): claimable
         # now, and to the drain loop a reason for another round.
-        "released": min(released, pending),
+        "released": min(found.released, pending),
         # Whole seconds (Step Functions' Wait takes integers), rounded up, and
         # past the store's clock resolution: by then every live lock that is
         # not renewed is stale.
-        "wait_seconds": math.ceil(longest_stale_in + backend.clock_resolution_seconds) + 1 if live else 0,
+        "wait_seconds": math.ceil(found.longest_stale_in + backend.clock_resolution_seconds) + 1 if live else 0,
     }
