@@ -99,6 +99,13 @@ class UnsupportedStore(ConfigError):
     """The store ignores a condition s3wq's claims rest on (If-None-Match or If-Match on PUT): it would let two workers run one group."""
 
 
+class MissingExtra(BadInput):
+    """An optional part of s3wq needs packages that only its extra installs (``pip install 's3wq[local]'``)."""
+
+    def __init__(self, what: str, needs: str, *, extra: str):
+        super().__init__(f"{what} needs {needs}: pip install 's3wq[{extra}]'")
+
+
 class ProcessorNotFound(ConfigError):
     """The processor name is neither built in nor an importable ``module:function``."""
 

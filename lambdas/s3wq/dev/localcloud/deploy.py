@@ -172,6 +172,15 @@ def _placeholder_zip() -> bytes:
     return buffer.getvalue()
 
 
+# Lambda and Step Functions assume one role here; moto does not enforce what it allows.
+_TRUST_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]}, "Action": "sts:AssumeRole"}
+    ],
+}
+
+
 def deploy(template: dict, *, endpoint: str, bucket_name: str, stack_name: str = "S3wqLocal") -> LocalStack:
     """Create the template's bucket, functions, state machine and notification in the local cloud."""
     import boto3
@@ -188,34 +197,32 @@ def deploy(template: dict, *, endpoint: str, bucket_name: str, stack_name: str =
     _physical_names(template, stack, bucket_name)
     resolve = _Resolver(template, stack)
     resources = template["Resources"]
-
-    role_arn = clients["iam"].create_role(
-        RoleName=ROLE_NAME,
-        AssumeRolePolicyDocument=json.dumps(
-            {
-                "Version": "2012-10-17",
-                "Statement": [
-                    {
-                        "Effect": "Allow",
-                        "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]},
-                        "Action": "sts:AssumeRole",
-                    }
-                ],
-            }
-        ),
-    )["Role"]["Arn"]
-
+    role_arn = clients["iam"].create_role(RoleName=ROLE_NAME, AssumeRolePolicyDocument=json.dumps(_TRUST_POLICY))["Role"]["Arn"]
     for logical, resource in resources.items():
         if resource["Type"] == "AWS::S3::Bucket":
             clients["s3"].create_bucket(Bucket=stack.names[logical])
+    _create_functions(clients["lambda"], resources, stack, resolve, role_arn)
+    _create_state_machines(clients["stepfunctions"], resources, stack, resolve, role_arn)
+    for resource in resources.values():
+        if resource["Type"] == "Custom::S3BucketNotifications":
+            props = resource["Properties"]
+            configuration = resolve(props["NotificationConfiguration"])
+            clients["s3"].put_bucket_notification_configuration(
+                Bucket=resolve(props["BucketName"]), NotificationConfiguration=configuration
+            )
+    stack.outputs = {name: str(resolve(output["Value"])) for name, output in template.get("Outputs", {}).items()}
+    _register_stack(boto3.client("cloudformation", endpoint_url=endpoint, region_name=REGION, **credentials), stack)
+    return stack
 
+
+def _create_functions(lambda_client: Any, resources: dict, stack: LocalStack, resolve: _Resolver, role_arn: str) -> None:
     for logical, resource in resources.items():
         if resource["Type"] != "AWS::Lambda::Function":
             continue
         props = resource["Properties"]
         if "Handler" not in props or not str(props["Handler"]).startswith("s3wq.handlers."):
             continue  # CDK's own helpers (the notifications handler): their work is done here directly
-        clients["lambda"].create_function(
+        lambda_client.create_function(
             FunctionName=stack.names[logical],
             Runtime=props["Runtime"],
             Role=role_arn,
@@ -228,25 +235,15 @@ def deploy(template: dict, *, endpoint: str, bucket_name: str, stack_name: str =
         )
         stack.functions[logical] = stack.names[logical]
 
+
+def _create_state_machines(sfn: Any, resources: dict, stack: LocalStack, resolve: _Resolver, role_arn: str) -> None:
     for logical, resource in resources.items():
-        if resource["Type"] != "AWS::StepFunctions::StateMachine":
-            continue
-        props = resource["Properties"]
-        definition = resolve(props["DefinitionString"])
-        clients["stepfunctions"].create_state_machine(
-            name=stack.names[logical], definition=definition, roleArn=role_arn, type=props.get("StateMachineType", "STANDARD")
-        )
-
-    for resource in resources.values():
-        if resource["Type"] != "Custom::S3BucketNotifications":
-            continue
-        props = resource["Properties"]
-        configuration = resolve(props["NotificationConfiguration"])
-        clients["s3"].put_bucket_notification_configuration(Bucket=resolve(props["BucketName"]), NotificationConfiguration=configuration)
-
-    stack.outputs = {name: str(resolve(output["Value"])) for name, output in template.get("Outputs", {}).items()}
-    _register_stack(boto3.client("cloudformation", endpoint_url=endpoint, region_name=REGION, **credentials), stack)
-    return stack
+        if resource["Type"] == "AWS::StepFunctions::StateMachine":
+            props = resource["Properties"]
+            definition = resolve(props["DefinitionString"])
+            sfn.create_state_machine(
+                name=stack.names[logical], definition=definition, roleArn=role_arn, type=props.get("StateMachineType", "STANDARD")
+            )
 
 
 def _register_stack(cloudformation: Any, stack: LocalStack) -> None:

@@ -1,0 +1,86 @@
+"""``local demo`` and ``local up``: the deployed app on an embedded local cloud, which needs the ``s3wq[local]`` extra."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+from typing import Any
+
+from s3wq.errors import BadInput, MissingExtra
+from s3wq.processors import importable_from_current_directory, load_processor
+
+# The local cloud's server runs moto's server app, which needs moto and what
+# moto's own [server] extra brings (Flask); ``pip install 's3wq[local]'`` installs both.
+LOCAL_CLOUD_MODULES = ("moto", "flask")
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # a finder that refuses it: not importable either
+        return False
+
+
+def require_local_extra() -> None:
+    """MissingExtra (exit 2) before anything is started or created, when the local cloud could not run here."""
+    if not all(_installed(module) for module in LOCAL_CLOUD_MODULES):
+        raise MissingExtra("the local cloud", "moto[server]", extra="local")
+
+
+def cmd_local_demo(args: argparse.Namespace) -> int:
+    require_local_extra()
+    # The one use of dev/ from the command line: the local cloud is a developer's tool, installed with the extra.
+    from s3wq.dev.localcloud.demo import run_demo
+
+    path = _processor_path()
+    load_processor(args.processor)  # a typo fails here, not inside a Lambda
+    return run_demo(
+        workers=args.workers,
+        inputs=args.inputs,
+        group_size=args.group_size,
+        processor=args.processor,
+        as_json=args.json,
+        extra_pythonpath=path,
+        **_kept_logs(args.keep_logs),
+    )
+
+
+def _kept_logs(keep_logs: str | None) -> dict[str, Any]:
+    """``--keep-logs``: absent, the logs go with the local cloud; without DIR, they are kept in a new folder of the temp directory."""
+    from pathlib import Path
+
+    if keep_logs is None:
+        return {"keep_logs": False, "log_dir": None}
+    if not keep_logs:
+        return {"keep_logs": True, "log_dir": None}
+    folder = Path(os.path.abspath(keep_logs))  # printed when it stops: absolute, without ".."
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise BadInput(f"--keep-logs {keep_logs}: is a file, not a folder") from None
+    except OSError as exc:
+        raise BadInput(f"--keep-logs {keep_logs}: cannot create the folder ({exc.strerror})") from None
+    return {"keep_logs": True, "log_dir": folder}
+
+
+def _processor_path() -> tuple[str, ...]:
+    """The current directory, importable here and by the local cloud's Lambdas, as ``python -m`` makes it."""
+    importable_from_current_directory()
+    return (os.getcwd(),)
+
+
+def cmd_local_up(args: argparse.Namespace) -> int:
+    require_local_extra()
+    from s3wq.dev.localcloud.demo import run_up
+
+    path = _processor_path()
+    load_processor(args.processor)
+    return run_up(
+        port=args.port,
+        workers=args.workers,
+        group_size=args.group_size,
+        processor=args.processor,
+        extra_pythonpath=path,
+        **_kept_logs(args.keep_logs),
+    )
