@@ -10,7 +10,10 @@ localstack_s3.py).
 
 from __future__ import annotations
 
+import fcntl
+import importlib.util
 import os
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -97,3 +100,28 @@ def workspace(request):
     if request.param == "local":
         return request.getfixturevalue("local_workspace")
     return request.getfixturevalue("s3_workspace")
+
+
+@pytest.fixture(scope="session")
+def published_olmocr() -> Path:
+    """The published olmocr, the version the benchmarks pin, installed into bench/.olmocr if it is not there; its path.
+
+    The benchmarks' own helper installs it (pip, no dependencies: it needs
+    the package registry). pytest-xdist's workers take turns under a file
+    lock, so one installs and the others find it done. A failed install
+    fails the test that needs it, in one line: it never turns into a skip.
+    """
+    spec = importlib.util.spec_from_file_location("olmocr_queue", REPO_ROOT / "bench" / "olmocr_queue.py")
+    olmocr_queue = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(olmocr_queue)
+    olmocr_queue.INSTALL_DIR.mkdir(parents=True, exist_ok=True)
+    with open(olmocr_queue.INSTALL_DIR / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return olmocr_queue.ensure_installed()
+        except subprocess.CalledProcessError as exc:
+            pytest.fail(
+                f"could not install olmocr=={olmocr_queue.OLMOCR_VERSION} into bench/.olmocr "
+                f"(pip exited {exc.returncode}; it needs the package registry)",
+                pytrace=False,
+            )

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from stack_under_test import HANDLERS, REPO_ROOT, STACK_NAME
+from test_asset import assert_holds_the_runtime_alone
 
 MAX_ZIPPED_ASSET_BYTES = 15 * 1000 * 1000
 ARCHITECTURE_TAGS = {"arm64": "aarch64", "x86_64": "x86_64"}
@@ -92,6 +93,12 @@ def test_asset_ships_the_handlers_and_their_dependencies(cli):
         assert (asset / (module.rsplit(".", 1)[0].replace(".", "/") + ".py")).is_file()
     # botocore's models of services the handlers never call are pruned.
     assert not (asset / "botocore" / "data" / "ec2").exists()
+
+
+def test_the_asset_holds_the_runtime_alone(cli):
+    """What `cdk deploy` would upload: every module a handler imports, nothing of the CLI or the dev tools."""
+    asset, _ = cli.ok().lambda_asset()
+    assert_holds_the_runtime_alone(asset)
 
 
 def test_native_extensions_match_the_functions_runtime_and_architecture(cli):

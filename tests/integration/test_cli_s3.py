@@ -9,7 +9,7 @@ import pytest
 from support import IGNORING_CONDITIONS_BUCKETS, run_cli
 
 from s3wq import WorkIndex
-from s3wq.protocol.claims import probe_store
+from s3wq.protocol.probe import probe_store
 from s3wq.store import S3Backend, make_s3_client, request_counts
 
 

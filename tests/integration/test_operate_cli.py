@@ -22,7 +22,7 @@ import pytest
 from support import run_cli
 
 from s3wq import WorkIndex
-from s3wq.index import Group
+from s3wq.model import Group
 from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import ClaimProtocol
 from s3wq.store import S3Backend, layout

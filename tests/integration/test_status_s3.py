@@ -13,8 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from support import recount_status
 
-from s3wq.index import Group, WorkIndex, encode_groups, make_groups
-from s3wq.ops.operations import failed_groups, list_failures
+from s3wq.index import WorkIndex, encode_groups, make_groups
+from s3wq.model import Group
+from s3wq.ops.inspection import failed_groups, list_failures
 from s3wq.ops.status import index_counts, listed_hashes, partition_digits, queue_status
 from s3wq.protocol.bodies import FAILED, RELEASED, LockBody
 from s3wq.store import S3Backend, counting_requests, layout, request_counts

@@ -4,7 +4,7 @@ Each bad input gets its one-line error (or error record), and every object
 already in the bucket keeps its key and ETag.
 
 Covered elsewhere and not repeated here: non-S3, blank and comment manifest
-lines, CRLF, a corrupt .gz (tests/unit/test_sources_cli.py); the index
+lines, CRLF, a corrupt .gz (tests/unit/test_sources.py); the index
 round trip over arbitrary path strings and the claim protocol against a model
 (hypothesis, tests/unit/test_index_encoding.py and test_claim_protocol.py);
 garbage lock bodies on a local workspace (test_claim_protocol.py); group

@@ -461,7 +461,7 @@ def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(
     a 16 s timeout, so that twice what the stopped run had fits in them however
     long their start-up took: at 8 s, a start-up that took more than 5 % of
     the invocation (a loaded machine) leaves too little for the group, by
-    claims.enough_time, in every invocation alike. The lease is the function's
+    time_rules.enough_time, in every invocation alike. The lease is the function's
     timeout, so nobody renews.
     """
     shorts = [f"s3://inputs/lambda/short-{n}.txt" for n in range(6)]
@@ -521,7 +521,7 @@ def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(
     # stopped run (the lock, its hand-back), the taker's create that found the handed-back lock, and one for each
     # claim made ahead that the worker gave back unrun (deleted: the DELETEs beyond one per group done, and beyond
     # the one that clears any input-error list of the run before, made by the taker of the handed-back lock), and
-    # each invocation's probe of the store (three PUTs and two DELETEs, see claims.probe_store).
+    # each invocation's probe of the store (three PUTs and two DELETEs, see probe.probe_store).
     puts = sum(r["s3_requests"].get("PutObject", 0) for r in reports) - 3 * len(reports)
     given_back_unrun = sum(r["s3_requests"].get("DeleteObject", 0) for r in reports) - len(paths) - 1 - 2 * len(reports)
     assert puts == 2 * len(paths) + 2 + 1 + given_back_unrun, json.dumps(reports)

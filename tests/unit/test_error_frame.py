@@ -16,7 +16,7 @@ import pytest
 import s3wq.processors
 from s3wq.config import WorkerSettings
 from s3wq.index import WorkIndex
-from s3wq.ops.operations import list_failures
+from s3wq.ops.inspection import list_failures
 from s3wq.processors import load_processor
 from s3wq.protocol import tracebacks
 from s3wq.protocol.bodies import MAX_ATTEMPT, error_frame

@@ -2,8 +2,10 @@
 
 The keeper and the claim protocol read the time through ``s3wq.protocol.clock.now``;
 these tests replace it with a clock they move by hand. The lock's own age is
-irrelevant here (every write is the holder's own), so the store is a local
-directory and every renewal is a real conditional write.
+irrelevant here (every write is the holder's own), so the store is the memory
+store (tests/memory_store.py, which keeps the storage contract): every renewal
+is a real conditional write, without a file and an fsync for each of the
+thousands a property test makes.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ from concurrent.futures import Executor, Future
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memory_store import MemoryBackend
 
 from s3wq.config import MIN_RUN_SECONDS
 from s3wq.errors import StorageError
 from s3wq.protocol import clock
-from s3wq.protocol.claims import FULL_SHARE, ClaimProtocol, enough_time, timeout_counts
+from s3wq.protocol.claims import ClaimProtocol
 from s3wq.protocol.lease import EXPIRED, LOST, TIMEOUT, LeaseKeeper, lease_margin
-from s3wq.store import LocalBackend, layout
+from s3wq.protocol.time_rules import FULL_SHARE, enough_time, timeout_counts
+from s3wq.store import layout
 
 HASH = layout.group_hash(["s3://inputs/a.pdf"])
 
@@ -49,11 +53,11 @@ class FakeClock:
         return self.t
 
 
-class CountingBackend(LocalBackend):
-    """A local store that counts conditional replaces (renewals) and can be made unreachable."""
+class CountingBackend(MemoryBackend):
+    """A store that counts conditional replaces (renewals) and can be made unreachable."""
 
-    def __init__(self, root):
-        super().__init__(root)
+    def __init__(self):
+        super().__init__()
         self.replaces = 0
         self.down = False
 
@@ -72,8 +76,8 @@ def fake_clock(monkeypatch):
 
 
 @pytest.fixture
-def store(tmp_path):
-    return CountingBackend(tmp_path / "ws")
+def store():
+    return CountingBackend()
 
 
 def run_until_stop(keeper: LeaseKeeper, fake: FakeClock, *, finishes_at: float | None = None) -> str | None:
@@ -167,23 +171,26 @@ def test_a_renewal_that_gets_through_after_errors_keeps_the_run_going(fake_clock
 
 @given(lease=st.floats(1, 43200), runs=st.floats(0.01, 30), limits=st.none() | st.floats(0.01, 30))
 @settings(max_examples=60, deadline=None)
-def test_while_renewals_succeed_a_run_stops_only_at_its_time_limit(tmp_path_factory, lease, runs, limits):
+def test_while_renewals_succeed_a_run_stops_only_at_its_time_limit(lease, runs, limits):
     # Run and limit in leases: up to 30 of them, so up to about 90 renewals.
     run, limit = runs * lease, None if limits is None else limits * lease
     fake = FakeClock()
     original, clock.now = clock.now, fake
     try:
-        store = CountingBackend(tmp_path_factory.mktemp("lease"))
+        store = CountingBackend()
         proto = ClaimProtocol(store, worker_id="w", lease_seconds=lease)
         claim = proto.claim(HASH)
         stop_at = None if limit is None else fake.t + limit
         keeper = keeper_for(proto, claim, stop_at)
 
-        verdict = run_until_stop(keeper, fake, finishes_at=claim.sent_at + run)
+        finishes_at = claim.sent_at + run
+        verdict = run_until_stop(keeper, fake, finishes_at=finishes_at)
 
-        if limit is not None and limit < run:
+        # Compared as the keeper sees them, on the clock: 1000 + 0.01 and
+        # 1000 + 0.010000000000000002 are one float, a tie, though limit < run.
+        if stop_at is not None and stop_at < finishes_at:
             assert verdict == TIMEOUT
-        elif limit is None or limit > run:
+        elif stop_at is None or stop_at > finishes_at:
             assert verdict is None
         hold = min(lease, proto.foreign_lock_timeout)
         ran = fake.t - claim.sent_at

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from s3wq import WorkIndex
-from s3wq.ops.operations import inspect_group
+from s3wq.ops.inspection import inspect_group
 from s3wq.protocol.claims import Claim, ClaimProtocol, Held
 from s3wq.store import LocalBackend, layout
 from s3wq.store.local_ages import WRITE_RECORD_ATTRIBUTE, AgeSource, BootClockAges, WallClockAges, default_ages
