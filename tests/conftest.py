@@ -22,7 +22,7 @@ from localstack_s3 import STORE_ENV, LocalStackS3
 from support import IGNORING_CONDITIONS_BUCKETS, NO_CONDITIONAL_DELETE_BUCKETS, STORES, TEST_STORE
 
 from s3wq.dev.local_s3 import FAKE_CREDENTIALS, LocalS3
-from s3wq.store import LocalBackend, S3Backend
+from s3wq.store import LocalBackend, S3Backend, mounts
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if TEST_STORE not in STORES:
@@ -125,3 +125,23 @@ def published_olmocr() -> Path:
                 f"(pip exited {exc.returncode}; it needs the package registry)",
                 pytrace=False,
             )
+
+
+@pytest.fixture
+def inputs(tmp_path) -> Path:
+    """A folder of four small text files, one in a subfolder and one with a space in its name."""
+    directory = tmp_path / "in"
+    (directory / "sub").mkdir(parents=True)
+    for name in ["a.txt", "b.txt", "sub/c.txt", "sub/d e.txt"]:
+        (directory / name).write_text(f"contents of {name}\n")
+    return directory
+
+
+@pytest.fixture
+def on_nfs(tmp_path, monkeypatch):
+    """A fake /proc/self/mountinfo that puts the test's directory on nfs4."""
+    device = os.stat(tmp_path).st_dev
+    fake = tmp_path / "mountinfo"
+    fake.write_text(f"1 0 {os.major(device)}:{os.minor(device)} / {tmp_path} rw,relatime - nfs4 server:/export rw,vers=4.2\n")
+    monkeypatch.setattr(mounts, "MOUNTINFO_PATH", fake)
+    return fake

@@ -97,3 +97,19 @@ def assert_no_lock_left(backend: Backend, workspace: str, context: str = "") -> 
         return
     locks = [LockBody.decode(backend.read(key).body) for key in keys]
     assert all(lock is not None and (lock.state, lock.outcome) == (RELEASED, FINISHED) for lock in locks), f"{locks}; {context}"
+
+
+# The counts of `s3wq status --json`, whatever the workspace.
+STATUS_KEYS = {
+    "groups",
+    "paths",
+    "done",
+    "failed",
+    "locked",
+    "claimed_ahead",
+    "pending",
+    "remaining",
+    "finished",
+    "released",
+    "wait_seconds",
+}

@@ -1,4 +1,4 @@
-"""The storage contract of backends/base.py, run against every backend: local directory and S3 over HTTP.
+"""The storage contract of store/base.py, run against every backend: local directory and S3 over HTTP.
 
 S3 twice: as AWS behaves, and as a store that cannot delete on a condition
 (LocalStack's S3 answers 501; emulated by the local server for buckets named

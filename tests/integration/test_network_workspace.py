@@ -5,23 +5,8 @@ The mountinfo parser and open_backend's refusal are tests/unit/test_network_work
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-
-import pytest
-
-from s3wq.store import mounts
-
-
-@pytest.fixture
-def on_nfs(tmp_path, monkeypatch):
-    """A fake /proc/self/mountinfo that puts the test's directory on nfs4."""
-    device = os.stat(tmp_path).st_dev
-    fake = tmp_path / "mountinfo"
-    fake.write_text(f"1 0 {os.major(device)}:{os.minor(device)} / {tmp_path} rw,relatime - nfs4 server:/export rw,vers=4.2\n")
-    monkeypatch.setattr(mounts, "MOUNTINFO_PATH", fake)
-    return fake
 
 
 def test_s3wq_refuses_a_workspace_on_nfs_in_one_line_and_exits_2(tmp_path, on_nfs):

@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
-from support import run_cli
+from support import STATUS_KEYS, run_cli
 
 from s3wq import WorkIndex
 from s3wq.model import Group
@@ -29,19 +29,6 @@ from s3wq.store import S3Backend, layout
 
 from .conftest import HELPERS_DIR
 
-STATUS_KEYS = {
-    "groups",
-    "paths",
-    "done",
-    "failed",
-    "locked",
-    "claimed_ahead",
-    "pending",
-    "remaining",
-    "finished",
-    "released",
-    "wait_seconds",
-}
 # What a poll of status --watch --json adds to the counts: the manifests the deployed populate rejected lines of.
 WATCH_KEYS = STATUS_KEYS | {"manifests_with_bad_lines", "manifest_errors"}
 FAILING_PROCESSOR = "operator_processors:fails_on_broken"

@@ -10,19 +10,10 @@ import re
 from pathlib import Path
 
 import pytest
-from support import run_cli
+from support import STATUS_KEYS, run_cli
 
 from s3wq.index import WorkIndex
 from s3wq.store import LocalBackend, layout
-
-
-@pytest.fixture
-def inputs(tmp_path) -> Path:
-    directory = tmp_path / "in"
-    (directory / "sub").mkdir(parents=True)
-    for name in ["a.txt", "b.txt", "sub/c.txt", "sub/d e.txt"]:
-        (directory / name).write_text(f"contents of {name}\n")
-    return directory
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -33,19 +24,6 @@ def cli(tmp_path: Path, *args: str):
     return run_cli(*args, cwd=tmp_path)
 
 
-STATUS_KEYS = {
-    "groups",
-    "paths",
-    "done",
-    "failed",
-    "locked",
-    "claimed_ahead",
-    "pending",
-    "remaining",
-    "finished",
-    "released",
-    "wait_seconds",
-}
 PROBLEM_KEYS = {"input_error_groups", "manifests_with_bad_lines", "manifest_errors"}
 WORK_KEYS = {"worker_id", "processed", "failed", "conflicts", "reclaimed", "stopped_reason"}
 

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-import s3wq.processors
+import s3wq.processors.builtins
 from s3wq.config import WorkerSettings
 from s3wq.index import WorkIndex
 from s3wq.ops.inspection import list_failures
@@ -133,7 +133,7 @@ def test_a_processor_installed_as_a_package_still_owns_its_frames(local_backend,
 
 
 def test_a_built_in_processor_owns_its_module_not_all_of_s3wq():
-    assert tracebacks.processor_roots(load_processor("text")) == (str(tracebacks.os.path.realpath(s3wq.processors.__file__)),)
+    assert tracebacks.processor_roots(load_processor("text")) == (str(tracebacks.os.path.realpath(s3wq.processors.builtins.__file__)),)
 
 
 # --- reading it back ---------------------------------------------------------------------------------

@@ -80,16 +80,6 @@ def test_local_filesystems_are_not(fstype):
     assert fstype not in mounts.NETWORK_FILESYSTEMS
 
 
-@pytest.fixture
-def on_nfs(tmp_path, monkeypatch):
-    """A fake /proc/self/mountinfo that puts the test's directory on nfs4."""
-    device = os.stat(tmp_path).st_dev
-    fake = tmp_path / "mountinfo"
-    fake.write_text(f"1 0 {os.major(device)}:{os.minor(device)} / {tmp_path} rw,relatime - nfs4 server:/export rw,vers=4.2\n")
-    monkeypatch.setattr(mounts, "MOUNTINFO_PATH", fake)
-    return fake
-
-
 def test_a_workspace_on_nfs_is_refused(tmp_path, on_nfs):
     assert network_filesystem(tmp_path / "ws") == "nfs4"
 

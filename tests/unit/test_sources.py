@@ -37,15 +37,6 @@ def write_manifest(directory: Path, lines: list[str], *, suffix: str = ".txt", n
     return str(path)
 
 
-@pytest.fixture
-def inputs(tmp_path) -> Path:
-    directory = tmp_path / "in"
-    (directory / "sub").mkdir(parents=True)
-    for name in ["a.txt", "b.txt", "sub/c.txt", "sub/d e.txt"]:
-        (directory / name).write_text(f"contents of {name}\n")
-    return directory
-
-
 @pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
 @pytest.mark.parametrize("suffix", list(ENCODINGS))
 def test_manifest_yields_sources_skipping_comments_and_blank_lines(tmp_path, inputs, suffix, newline):

@@ -1,10 +1,13 @@
-"""The ``s3wq`` command line: populate, status, work, requeue-failed, and the local cloud.
+"""The ``s3wq`` command line: populate, work, start, status, failures, inspect, the repairs, and the local cloud.
 
 Exit codes: 0 success, 1 the store or the run failed, 2 bad input (nothing changed).
 The commands live by concern in ``run_commands`` (populate, work, start),
 ``status_commands``, ``inspect_commands`` (failures, inspect),
 ``repair_commands`` (requeue-failed, reset, release-locks) and
-``local_commands``; ``parser`` holds the argparse tree.
+``local_commands``; ``parser`` holds the argparse tree and ``arguments``
+its value types; ``output`` the exit codes and printing, ``workspace``
+opening the workspace a command names, ``progress`` the live display, and
+``execution`` finding a deployed stack and following its execution.
 """
 
 from __future__ import annotations

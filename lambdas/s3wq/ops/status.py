@@ -49,7 +49,7 @@ class LockReading:
 
     @property
     def finished(self) -> bool:
-        """Released by a holder whose group is done, where the store cannot delete on a condition (see ClaimProtocol.release)."""
+        """Released by a holder whose group is finished (done or failed), where the store cannot delete on a condition (see ClaimProtocol.release)."""
         return self.released and self.body.outcome == FINISHED
 
     @property

@@ -1,4 +1,4 @@
-"""Open a workspace URI as a backend: ``s3://bucket/prefix`` or a local directory."""
+"""Open a workspace URI as a backend (``s3://bucket/prefix`` or a local directory); parse S3 URIs; make and count S3 clients."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
 """The worker: walk the index, claim each group, run it under a lease, and record how it ended.
 
-A run of a group reads claim -> run -> finish: ``_claim_group`` takes the
-lock, ``_run_group`` runs the processor (retrying here while attempts and
-time allow) and records the group's end once, and the ``Finisher`` writes
-it. The policies are units of their own: the walk (``walk``), claiming
-ahead (``ahead``), the breaker (``breaker``), the worker's time
-(``budget``); the drain after the walk is ``drain``.
+A group reads claim -> run -> finish: ``Worker._work_on`` has the
+``Claimer`` (``claiming``) take the lock, the ``GroupRunner`` (``running``)
+run the processor (retrying while attempts and time allow) and record the
+group's end once, and the ``Finisher`` (``finish``) write it. The policies
+are units of their own: the walk (``walk``), claiming ahead (``ahead``), the
+breaker (``breaker``), the worker's time (``budget``). After the walk,
+``Worker._drain_waiting`` comes back for groups that were held or waiting.
 """
 
 from __future__ import annotations

@@ -1,0 +1,80 @@
+"""The built-in processors: ``noop`` (measures the queue itself) and ``text`` (the text of PDFs and text files)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import mimetypes
+from pathlib import Path
+from typing import Any
+
+from s3wq.errors import InputNotFound
+from s3wq.model import Group
+from s3wq.processors.context import ProcessorContext
+
+
+def noop(group: Group, ctx: ProcessorContext) -> None:
+    """Do nothing: measures the queue itself."""
+
+
+_TEXT_SUFFIXES = {".txt", ".md", ".csv", ".json", ".jsonl", ".tsv", ".html", ".xml"}
+
+
+def _content_type(path: str, data: bytes) -> str:
+    if data.startswith(b"%PDF-") or path.lower().endswith(".pdf"):
+        return "application/pdf"
+    guessed, _ = mimetypes.guess_type(path, strict=False)
+    if Path(path).suffix.lower() in _TEXT_SUFFIXES and not (guessed or "").startswith("text/"):
+        return "text/plain"
+    return guessed or "application/octet-stream"
+
+
+def _pdf_text(data: bytes) -> tuple[str, int]:
+    import pypdf  # imported on first use: it is most of a cold start otherwise
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ExtractionFailed(f"not a readable PDF: {type(exc).__name__}: {exc}") from exc
+    return "\n".join(pages), len(pages)
+
+
+class ExtractionFailed(Exception):
+    """One input could not be turned into text; it becomes an error record, not a failed group."""
+
+
+def text(group: Group, ctx: ProcessorContext) -> None:
+    """Extract the text of each input (PDF, or UTF-8 text) into one JSON line per input.
+
+    A missing, corrupt or unsupported input gets a record with ``error``, is
+    reported as an input error, and the group still completes; a storage
+    failure raises, so the attempt is retried.
+    """
+    records = []
+    for position, path in enumerate(group.paths):
+        record: dict[str, Any] = {"id": f"{group.hash}:{position}", "source": path, "text": None}
+        try:
+            data = ctx.read_input(path)
+        except InputNotFound as exc:
+            ctx.record_input_error(path, str(exc))
+            records.append({**record, "metadata": {}, "error": str(exc)})
+            continue
+        content_type = _content_type(path, data)
+        metadata = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": content_type, "pages": None}
+        try:
+            if content_type == "application/pdf":
+                record["text"], metadata["pages"] = _pdf_text(data)
+            elif content_type.startswith("text/") or content_type == "application/json":
+                try:
+                    record["text"] = data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ExtractionFailed(f"not UTF-8 text: {exc}") from exc
+            else:
+                raise ExtractionFailed(f"unsupported content type {content_type}")
+        except ExtractionFailed as exc:
+            ctx.record_input_error(path, str(exc))
+            record["error"] = str(exc)
+        records.append({**record, "metadata": metadata})
+    ctx.write_result(records)

@@ -1,0 +1,126 @@
+"""The processor contract: ``fn(group, ctx)`` and the context a run gets (its inputs, its result, its lease)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from s3wq.errors import BadSource, BadWorkspace, InputNotFound, InputRefused, LeaseLost, StorageError
+from s3wq.inputs import ANYTHING, InputPolicy
+from s3wq.model import Group
+from s3wq.store import Backend, S3Backend, layout, make_s3_client, parse_s3_uri
+
+Processor = Callable[[Group, "ProcessorContext"], Any]
+MAX_INPUT_ERRORS_KEPT = 100
+_MISSING_INPUT_CODES = {"NoSuchKey", "404", "NoSuchBucket", "AccessDenied", "403"}
+
+
+def _always_held() -> bool:
+    return True
+
+
+@dataclass
+class ProcessorContext:
+    """What a processor knows of its run.
+
+    ``owner`` (unique to this claim) and ``attempt`` are what a processor
+    passes along to fence its own side effects; ``claim_is_held()`` is True
+    while the worker certainly still holds the group's lock, and False from
+    the moment the run ends (the processor returned or raised), so that a
+    thread it left behind can tell. The worker stops a processor before its
+    lease can end, but a store a processor writes to itself can refuse a
+    write that carries an out-of-date owner.
+    """
+
+    worker_id: str
+    attempt: int
+    deadline: float  # epoch seconds
+    group: Group
+    backend: Backend
+    owner: str = ""
+    _held: Callable[[], bool] = field(default=_always_held, repr=False)
+    _s3: Any = field(default=None, repr=False)
+    _run_over: bool = field(default=False, repr=False)
+    # What read_input may read: on Lambda, s3:// inputs in the deployment's locations only.
+    input_policy: InputPolicy = ANYTHING
+    # Inputs the processor could not use, as it reported them; the first
+    # MAX_INPUT_ERRORS_KEPT are kept, all are counted.
+    input_errors: list[dict] = field(default_factory=list)
+    input_error_count: int = 0
+
+    def record_input_error(self, path: str, error: str) -> None:
+        """Report an input this processor could not use, while the group as a whole succeeds.
+
+        When the processor returns, the worker counts them in the group's
+        done flag and lists them under ``input_errors/``, so ``s3wq status``
+        and ``s3wq failures --inputs`` show them without reading any result.
+        """
+        self.input_error_count += 1
+        if len(self.input_errors) < MAX_INPUT_ERRORS_KEPT:
+            self.input_errors.append({"path": path, "error": str(error)[:500]})
+
+    def remaining_seconds(self) -> float:
+        return max(0.0, self.deadline - time.time())
+
+    def claim_is_held(self) -> bool:
+        """True while the run goes on and its claim is certainly held; False once the run has ended, whatever the lease says."""
+        return not self._run_over and self._held()
+
+    def end_run(self) -> None:
+        """The runner's, as the processor returns or raises: the claim is the worker's alone from now on."""
+        self._run_over = True
+
+    def _s3_client(self) -> Any:
+        if self._s3 is None:
+            self._s3 = self.backend.s3 if isinstance(self.backend, S3Backend) else make_s3_client()
+        return self._s3
+
+    def read_input(self, path: str) -> bytes:
+        """The bytes of one input: an ``s3://`` URI or a local file path.
+
+        Raises InputRefused (an InputNotFound), reading nothing, for a path
+        the input policy does not allow: on Lambda, a local path or another
+        bucket, whatever the index says.
+        """
+        self.input_policy.check_read(path)
+        if path.startswith("s3://"):
+            try:
+                bucket, key = parse_s3_uri(path)
+            except BadWorkspace as exc:
+                # A malformed row of the index is that input's error, not the whole group's failure.
+                raise InputRefused(f"input refused: {exc}") from exc
+            try:
+                return self._s3_client().get_object(Bucket=bucket, Key=key)["Body"].read()
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in _MISSING_INPUT_CODES:
+                    raise InputNotFound(f"input {path} does not exist or is not readable") from exc
+                raise StorageError(f"cannot read input {path}: {exc}") from exc
+            except BotoCoreError as exc:
+                raise StorageError(f"cannot read input {path}: {exc}") from exc
+        if "://" in path:
+            raise BadSource(f"unsupported input scheme in {path!r}")
+        try:
+            return Path(path).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            raise InputNotFound(f"input {path} does not exist or is not readable") from exc
+
+    @property
+    def result_key(self) -> str:
+        return layout.result_key(self.group.hash)
+
+    def write_result(self, records: Iterable[dict]) -> str:
+        """Write the group's result as JSON Lines to ``results/output_<hash>.jsonl``; return its URI.
+
+        Raises LeaseLost, writing nothing, once the claim is no longer certainly held.
+        """
+        body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+        if not self.claim_is_held():
+            raise LeaseLost(f"the claim on group {self.group.hash} is no longer held; result not written")
+        self.backend.write(self.result_key, body)
+        return f"{self.backend.uri.rstrip('/')}/{self.result_key}"
