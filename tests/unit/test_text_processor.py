@@ -13,6 +13,7 @@ from s3wq.config import WorkerSettings
 from s3wq.dev.samples import make_pdf
 from s3wq.index import WorkIndex
 from s3wq.model import Group
+from s3wq.ops.problems import workspace_problems
 from s3wq.processors import ProcessorContext, text
 from s3wq.store import layout
 from s3wq.worker import Worker
@@ -167,3 +168,59 @@ def test_a_worker_completes_a_group_of_good_and_bad_inputs_with_one_line_per_inp
     assert [r["id"] for r in records] == [f"{group.hash}:{i}" for i in range(len(paths))]
     errors = {Path(r["source"]).name: "error" in r for r in records}
     assert errors == {"a.pdf": False, "b.txt": False, "c-missing.pdf": True, "d.pdf": True, "e.png": True}
+
+
+# --- a page with no text layer (a scan) is an input error, not an empty success -------------------------------
+
+
+def run_text_counting(backend, paths: list[str]) -> tuple[ProcessorContext, list[dict]]:
+    group = group_of(paths)
+    ctx = ProcessorContext(worker_id="w-test", attempt=1, deadline=time.time() + 60, group=group, backend=backend)
+    text(group, ctx)
+    return ctx, read_records(backend, group)
+
+
+def test_a_pdf_whose_page_has_no_text_layer_is_an_input_error_naming_the_page(local_backend, inputs):
+    data = make_pdf([[]])  # a page with no text, as a scan's page is to a text extractor
+    [path] = inputs(scan_pdf=data)
+
+    ctx, [record] = run_text_counting(local_backend, [path])
+
+    assert record["text"] == ""
+    assert record["error"].startswith("no text layer on page 1 of 1")
+    assert record["metadata"]["pages"] == 1
+    assert ctx.input_error_count == 1
+    assert ctx.input_errors == [{"path": path, "error": record["error"]}]
+
+
+def test_a_mixed_pdf_keeps_the_text_of_its_other_pages_and_names_the_blank_ones(local_backend, inputs):
+    [path] = inputs(mixed_pdf=make_pdf([PDF_PAGES[0], [], PDF_PAGES[1], ["   "]]))
+
+    ctx, [record] = run_text_counting(local_backend, [path])
+
+    for line in PDF_PAGES[0] + PDF_PAGES[1]:
+        assert line in record["text"]
+    assert record["error"].startswith("no text layer on pages 2, 4 of 4")
+    assert ctx.input_error_count == 1
+
+
+def test_a_long_scan_names_its_first_blank_pages_in_one_short_line(local_backend, inputs):
+    [path] = inputs(long_pdf=make_pdf([[]] * 40))
+
+    _, [record] = run_text_counting(local_backend, [path])
+
+    assert record["error"].startswith("no text layer on pages 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... of 40")
+    assert "\n" not in record["error"] and len(record["error"]) < 200
+
+
+def test_a_worker_counts_a_scan_the_text_processor_cannot_read(local_backend, inputs):
+    paths = inputs(a_pdf=make_pdf(PDF_PAGES), scan_pdf=make_pdf([[]]))
+    WorkIndex(local_backend).populate(paths, group_size=len(paths))
+    [group] = WorkIndex(local_backend).iter_groups()
+
+    report = Worker(local_backend, text, WorkerSettings(time_limit=60, max_attempts=1), worker_id="w-text").run()
+
+    assert (report.processed, report.input_errors, report.failed) == (1, 1, 0)
+    done = json.loads(local_backend.read(layout.done_key(group.hash)).body)
+    assert done["input_errors"] == 1
+    assert workspace_problems(local_backend)["input_error_groups"] == 1

@@ -17,6 +17,8 @@ def noop(group: Group, ctx: ProcessorContext) -> None:
     """Do nothing: measures the queue itself."""
 
 
+# A scan of hundreds of pages gets one line naming the first few, not hundreds of numbers.
+_BLANK_PAGES_NAMED = 10
 _TEXT_SUFFIXES = {".txt", ".md", ".csv", ".json", ".jsonl", ".tsv", ".html", ".xml"}
 
 
@@ -29,7 +31,8 @@ def _content_type(path: str, data: bytes) -> str:
     return guessed or "application/octet-stream"
 
 
-def _pdf_text(data: bytes) -> tuple[str, int]:
+def _pdf_text(data: bytes) -> tuple[str, int, list[int]]:
+    """The text of every page, the page count, and the numbers (from 1) of the pages with no text layer."""
     import pypdf  # imported on first use: it is most of a cold start otherwise
     from pypdf.errors import PyPdfError
 
@@ -38,7 +41,15 @@ def _pdf_text(data: bytes) -> tuple[str, int]:
         pages = [page.extract_text() or "" for page in reader.pages]
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ExtractionFailed(f"not a readable PDF: {type(exc).__name__}: {exc}") from exc
-    return "\n".join(pages), len(pages)
+    blank = [number for number, page in enumerate(pages, start=1) if not page.strip()]
+    return "\n".join(pages), len(pages), blank
+
+
+def no_text_layer(blank: list[int], pages: int) -> str:
+    """What a PDF whose pages ``blank`` hold no text is told: such a page is an image (a scan), which text cannot read."""
+    shown = ", ".join(str(n) for n in blank[:_BLANK_PAGES_NAMED]) + (", ..." if len(blank) > _BLANK_PAGES_NAMED else "")
+    which = f"{'page' if len(blank) == 1 else 'pages'} {shown} of {pages}"
+    return f"no text layer on {which} (a scanned page?): the text processor reads text layers only, it does not OCR"
 
 
 class ExtractionFailed(Exception):
@@ -49,8 +60,9 @@ def text(group: Group, ctx: ProcessorContext) -> None:
     """Extract the text of each input (PDF, or UTF-8 text) into one JSON line per input.
 
     A missing, corrupt or unsupported input gets a record with ``error``, is
-    reported as an input error, and the group still completes; a storage
-    failure raises, so the attempt is retried.
+    reported as an input error, and the group still completes; so is a PDF
+    with a page that has no text layer (a scan), whose record keeps the text
+    of its other pages. A storage failure raises, so the attempt is retried.
     """
     records = []
     for position, path in enumerate(group.paths):
@@ -65,7 +77,10 @@ def text(group: Group, ctx: ProcessorContext) -> None:
         metadata = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": content_type, "pages": None}
         try:
             if content_type == "application/pdf":
-                record["text"], metadata["pages"] = _pdf_text(data)
+                record["text"], metadata["pages"], blank = _pdf_text(data)
+                if blank:
+                    # Not an empty success: status counts it, and the record says why the text is missing.
+                    raise ExtractionFailed(no_text_layer(blank, metadata["pages"]))
             elif content_type.startswith("text/") or content_type == "application/json":
                 try:
                     record["text"] = data.decode("utf-8")
