@@ -34,6 +34,19 @@ WATCH_KEYS = STATUS_KEYS | {"manifests_with_bad_lines", "manifest_errors"}
 FAILING_PROCESSOR = "operator_processors:fails_on_broken"
 BROKEN = b"BROKEN: the scanner jammed"
 MAX_ATTEMPTS = 2
+# The counts a watch ends on: 5 groups of 2 paths, 3 done and 2 failed (the broken ones, out of attempts).
+ENDED_COUNTS = {
+    "groups": 5,
+    "paths": 10,
+    "done": 3,
+    "failed": 2,
+    "locked": 0,
+    "pending": 0,
+    "remaining": 0,
+    "finished": 5,
+    "released": 0,
+    "wait_seconds": 0,
+}
 ANSI_ESCAPE = "\x1b"
 
 
@@ -421,20 +434,7 @@ def test_status_watch_without_a_terminal_prints_plain_lines_ending_with_the_coun
     assert ANSI_ESCAPE not in result.stdout
     lines = result.stdout.splitlines()
     assert re.fullmatch(r"\s*\d+\.\ds  done 3/5  failed 2  locked 0  pending 0  .*", lines[0]), lines
-    assert lines[-1] == counts_line(
-        {
-            "groups": 5,
-            "paths": 10,
-            "done": 3,
-            "failed": 2,
-            "locked": 0,
-            "pending": 0,
-            "remaining": 0,
-            "finished": 5,
-            "released": 0,
-            "wait_seconds": 0,
-        }
-    )
+    assert lines[-1] == counts_line(ENDED_COUNTS)
 
 
 def run_in_terminal(*args: str, timeout: float = 60) -> tuple[int, str]:
@@ -471,20 +471,7 @@ def test_status_watch_in_a_terminal_draws_a_progress_bar_then_the_counts(finishe
     assert "━" in output
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output)
     assert re.search(r"\b5/5\b", plain) and "failed 2" in plain, plain
-    assert plain.rstrip().splitlines()[-1].strip() == counts_line(
-        {
-            "groups": 5,
-            "paths": 10,
-            "done": 3,
-            "failed": 2,
-            "locked": 0,
-            "pending": 0,
-            "remaining": 0,
-            "finished": 5,
-            "released": 0,
-            "wait_seconds": 0,
-        }
-    )
+    assert plain.rstrip().splitlines()[-1].strip() == counts_line(ENDED_COUNTS)
 
 
 # --- start: input checked before anything is started -----------------------------------------------

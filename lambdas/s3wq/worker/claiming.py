@@ -13,43 +13,20 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from s3wq.config import WorkerSettings
-from s3wq.host.runners import Runner
 from s3wq.model import Group, GroupOutcome
 from s3wq.protocol import clock
-from s3wq.protocol.claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime
+from s3wq.protocol.claims import Claim, Finished, Held, NotEnoughTime
 from s3wq.protocol.lease import EXPIRED, LeaseKeeper
-from s3wq.worker.budget import Budget
-from s3wq.worker.finish import Finisher
-from s3wq.worker.report import WorkerObserver, WorkerReport
+from s3wq.worker.crew import Crew, CrewMember
 from s3wq.worker.walk import SegmentLoader, SegmentView, Walk, jump_into_largest_gap
 
 
-class Claimer:
+class Claimer(CrewMember):
     """Makes a worker's claims: along its walk, ahead of a run, and of single groups (the drain)."""
 
-    def __init__(
-        self,
-        runner: Runner,
-        protocol: ClaimProtocol,
-        settings: WorkerSettings,
-        *,
-        budget: Budget,
-        finisher: Finisher,
-        segments: SegmentLoader,
-        observer: WorkerObserver,
-        report: WorkerReport,
-        rng: random.Random,
-        stopping: Callable[..., bool],
-    ):
-        self.runner = runner
-        self.protocol = protocol
-        self.settings = settings
-        self.budget = budget
-        self.finisher = finisher
+    def __init__(self, crew: Crew, *, segments: SegmentLoader, rng: random.Random, stopping: Callable[..., bool]):
+        super().__init__(crew)
         self.segments = segments
-        self.observer = observer
-        self.report = report
         self.rng = rng
         # Whether to claim nothing more (Worker._stopping): given the time to keep, and whether to record why.
         self.stopping = stopping

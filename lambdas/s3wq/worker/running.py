@@ -10,51 +10,37 @@ import logging
 import time
 from collections.abc import Callable
 
-from s3wq.config import WorkerSettings
-from s3wq.host.runners import RunEnd, Runner, Stopped
+from s3wq.host.runners import RunEnd, Stopped
 from s3wq.host.stopping import GracefulStop
 from s3wq.model import Group, GroupOutcome
 from s3wq.protocol import clock
 from s3wq.protocol.bodies import INTERRUPTED, LEFTOVER, LOST, TIMEOUT
-from s3wq.protocol.claims import Claim, ClaimProtocol
+from s3wq.protocol.claims import Claim
 from s3wq.protocol.lease import EXPIRED, LeaseKeeper
 from s3wq.protocol.time_rules import enough_time
 from s3wq.worker.ahead import ClaimAhead, ClaimTiming
 from s3wq.worker.breaker import Breaker, Failure, failure_of
-from s3wq.worker.budget import Budget
-from s3wq.worker.finish import Finisher
-from s3wq.worker.report import GroupEnd, WorkerObserver, WorkerReport
+from s3wq.worker.crew import Crew, CrewMember
+from s3wq.worker.report import GroupEnd
 
 log = logging.getLogger("s3wq")
 
 
-class GroupRunner:
+class GroupRunner(CrewMember):
     """Runs a worker's claimed groups one at a time, through its runner, and records how each ended."""
 
     def __init__(
         self,
-        runner: Runner,
-        protocol: ClaimProtocol,
-        settings: WorkerSettings,
+        crew: Crew,
         *,
-        budget: Budget,
-        finisher: Finisher,
         breaker: Breaker,
         timing: ClaimTiming,
-        observer: WorkerObserver,
-        report: WorkerReport,
         stop: GracefulStop | None,
         sleep: Callable[[float], None],
     ):
-        self.runner = runner
-        self.protocol = protocol
-        self.settings = settings
-        self.budget = budget
-        self.finisher = finisher
+        super().__init__(crew)
         self.breaker = breaker
         self.timing = timing
-        self.observer = observer
-        self.report = report
         self.stop = stop
         self.sleep = sleep
         # When a group handed back for a retry's pause may be tried again.
