@@ -10,6 +10,7 @@ no handler imports them (tests/infra/test_asset.py checks both).
 
 from __future__ import annotations
 
+import platform
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from pathlib import Path
 import jsii
 from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
+
+from .processor_source import ProcessorSource
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
@@ -36,9 +39,9 @@ UNUSED_FILES = ("zstandard/_cffi*.so",)
 _PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 
 
-def prune(target: Path) -> None:
+def prune(target: Path, *, keep_all_services: bool = False) -> None:
     data = target / "botocore" / "data"
-    if data.is_dir():
+    if data.is_dir() and not keep_all_services:
         for service in data.iterdir():
             if service.is_dir() and service.name not in BOTOCORE_SERVICES_USED:
                 shutil.rmtree(service)
@@ -55,19 +58,44 @@ def _unshipped(directory: str, names: list[str]) -> set[str]:
     return {name for name in names if name == "__pycache__" or name.endswith(".pyc") or (where / name).as_posix() in NOT_SHIPPED}
 
 
-def build(target: Path, *, architecture: str, python_version: str) -> None:
-    """Install the pinned requirements for Lambda into ``target`` and copy the runtime (handlers included) beside them."""
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-            "--platform", _PLATFORMS[architecture], "--implementation", "cp", "--python-version", python_version,
-            "--only-binary=:all:", "--target", str(target), "--requirement", str(REQUIREMENTS),
-        ],
-        check=True,
-    )  # fmt: skip
+class AssetBuildError(RuntimeError):
+    """pip could not install the asset's requirements for the target platform (its own output says why, above)."""
+
+
+def host_platform() -> tuple[str, str]:
+    """(architecture, python version) of this machine: what the local cloud builds its asset for."""
+    machine = platform.machine().lower()
+    return ("arm64" if machine in ("aarch64", "arm64") else "x86_64"), f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def install_requirements(target: Path, requirement_files: list[Path], *, architecture: str, python_version: str) -> None:
+    """One pip resolve of every file for the platform, wheels only, so a conflict between them fails here, not at run time."""
+    files = [arg for path in requirement_files for arg in ("--requirement", str(path))]
+    command = [
+        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
+        "--platform", _PLATFORMS[architecture], "--implementation", "cp", "--python-version", python_version,
+        "--only-binary=:all:", "--target", str(target), *files,
+    ]  # fmt: skip
+    if subprocess.run(command, check=False).returncode != 0:
+        names = ", ".join(path.name if path == REQUIREMENTS else str(path) for path in requirement_files)
+        raise AssetBuildError(f"pip could not install {names} for Lambda's platform ({_PLATFORMS[architecture]}, Python {python_version})")
+
+
+def build(target: Path, *, architecture: str, python_version: str, processor: ProcessorSource | None = None) -> None:
+    """Install the pinned requirements for Lambda into ``target`` and copy the runtime (handlers included) beside them.
+
+    With a ``processor`` folder, its requirements join s3wq's in the same pip
+    resolve and its files go to the asset's root, where Lambda's ``sys.path``
+    finds them. botocore then keeps every service's model: the processor may
+    call any AWS service.
+    """
+    extra = [processor.requirements] if processor is not None and processor.requirements is not None else []
+    install_requirements(target, [REQUIREMENTS, *extra], architecture=architecture, python_version=python_version)
     for package in PACKAGES:
         shutil.copytree(LAMBDAS_DIR / package, target / package, ignore=_unshipped, dirs_exist_ok=True)
-    prune(target)
+    if processor is not None:
+        processor.copy_into(target)
+    prune(target, keep_all_services=processor is not None)
 
 
 @jsii.implements(ILocalBundling)
@@ -99,3 +127,34 @@ def lambda_code(*, runtime: lambda_.Runtime, architecture: str, bundle: bool) ->
             local=PipBundling(architecture=architecture, python_version=python_version),
         ),
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m infra.bundling --target DIR [--processor-dir D --processor mod:fn] [--host]``: build an asset folder.
+
+    The local cloud builds its functions' asset this way for this machine
+    (``--host``), so a processor runs there with what the asset carries.
+    """
+    import argparse
+
+    from .functions import RUNTIME
+
+    parser = argparse.ArgumentParser(prog="python -m infra.bundling", description=main.__doc__.splitlines()[0])
+    parser.add_argument("--target", required=True, type=Path, help="an empty folder to build into")
+    parser.add_argument("--processor-dir", type=Path, help="a processor folder to ship beside s3wq")
+    parser.add_argument("--processor", help="module:function in --processor-dir")
+    parser.add_argument("--architecture", default="arm64", choices=sorted(_PLATFORMS))
+    parser.add_argument("--host", action="store_true", help="for this machine's architecture and Python, not Lambda's")
+    args = parser.parse_args(argv)
+    architecture, python_version = host_platform() if args.host else (args.architecture, RUNTIME.name.removeprefix("python"))
+    try:
+        processor = None if args.processor_dir is None else ProcessorSource.open(args.processor_dir, spec=args.processor or "")
+        build(args.target, architecture=architecture, python_version=python_version, processor=processor)
+    except (ValueError, AssetBuildError) as exc:
+        print(f"infra.bundling: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
