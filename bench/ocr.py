@@ -80,7 +80,6 @@ import random
 import statistics
 import sys
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +105,7 @@ def load_engine_modules() -> None:
 
 
 sys.path.insert(0, str(REPO_ROOT / "lambdas"))
-from s3wq.dev.samples import make_pdf  # noqa: E402  (lambdas/ is on the path only from here)
+from s3wq.dev.samples import image_pdf, make_pdf  # noqa: E402  (lambdas/ is on the path only from here)
 
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 FONTS = ("DejaVuSans.ttf", "DejaVuSerif.ttf")
@@ -214,32 +213,6 @@ def degrade(image: Image.Image, condition: str, dpi: int, rng: random.Random) ->
         image.save(buffer, "JPEG", quality=20)
         return Image.open(io.BytesIO(buffer.getvalue())).convert("L")
     return image
-
-
-def image_pdf(image: Image.Image, dpi: int) -> bytes:
-    """A one-page PDF holding ``image`` losslessly (8-bit grey, Flate) at ``dpi``, as a scanner writes it."""
-    width_pt, height_pt = image.width * 72 / dpi, image.height * 72 / dpi
-    pixels = zlib.compress(image.tobytes(), 6)
-    content = f"q {width_pt:.2f} 0 0 {height_pt:.2f} 0 0 cm /Im0 Do Q".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width_pt:.2f} {height_pt:.2f}] /Contents 4 0 R "
-        "/Resources << /XObject << /Im0 5 0 R >> >> >>".encode(),
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
-        b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 "
-        b"/Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream" % (image.width, image.height, len(pixels), pixels),
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref_at = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref_at)
-    return bytes(out)
 
 
 # --- scoring -----------------------------------------------------------------
@@ -352,7 +325,7 @@ def ocr_cell(engine: RapidOCR, condition: str, scan_dpi: int, render_dpi: int, p
             scan.save(buffer, "PNG")
             payload = buffer.getvalue()
         else:
-            payload = image_pdf(scan, scan_dpi)
+            payload = image_pdf([scan], scan_dpi)
         started, started_cpu = time.perf_counter(), time.process_time()
         pixels = payload if condition == "png" else render(payload, render_dpi)
         rendered = time.perf_counter()
