@@ -125,6 +125,12 @@ ANCHORS = [
     {"name": "olmocr (7B VLM on GPUs)", "usd_per_million_pages": 176.0, "source": "olmOCR paper, arXiv 2502.18443"},
     {"name": "GPT-4o", "usd_per_million_pages": 6240.0, "more_than": True, "source": "olmOCR paper, arXiv 2502.18443"},
     {"name": "dots.ocr on Modal GPUs", "usd_per_million_pages": 2270.0, "source": "$2.27 per 1,000 pages, measured by a third party"},
+    {
+        "name": "Amazon Textract DetectDocumentText",
+        "usd_per_million_pages": 1500.0,
+        "source": "AWS's Textract pricing page: $1.50 per 1,000 pages for a month's first million, $0.60 beyond (us-east-1); "
+        "as last read there, not re-checked from this machine, which reaches no web page",
+    },
 ]
 
 TARGET_CER_CLEAN = 0.02

@@ -3,7 +3,8 @@
 The runtime and the command line must work from a plain install (``s3wq
 status --watch`` on a terminal needs rich); moto is for the local cloud
 alone, in the ``local`` extra, so that neither the install nor the Lambda
-asset carries it.
+asset carries it. The ``ocr`` processor's stack comes with the ``ocr`` extra,
+and only processors/ocr/ imports it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = REPO_ROOT / "lambdas" / "s3wq"
 # The developer's tools: they may import what only the extras install.
 DEV_TOOLS = PACKAGE / "dev"
+OCR_PROCESSOR = PACKAGE / "processors" / "ocr"
+# Import names that differ from their distribution's, for modules not installed here (the ocr extra is not, in .venv).
+KNOWN_DISTRIBUTIONS = {"PIL": ["pillow"], "cv2": ["opencv-python-headless"]}
 
 
 def requirement_name(requirement: str) -> str:
@@ -50,9 +54,11 @@ def project_table(pyproject: Path) -> dict:
 
 
 def undeclared_imports(pyproject: Path, package: Path, dev_tools: Path) -> dict[str, list[str]]:
-    """Each module imported outside ``dev_tools`` that no distribution of ``[project].dependencies`` provides, with its importers."""
-    declared = {requirement_name(r) for r in project_table(pyproject)["dependencies"]}
-    providers = importlib.metadata.packages_distributions()
+    """Each module imported outside ``dev_tools`` that no distribution of ``[project].dependencies`` or an extra provides, with its importers."""
+    project = project_table(pyproject)
+    extras = [r for requirements in project.get("optional-dependencies", {}).values() for r in requirements]
+    declared = {requirement_name(r) for r in [*project["dependencies"], *extras]}
+    providers = {**KNOWN_DISTRIBUTIONS, **importlib.metadata.packages_distributions()}
     return {
         module: sorted(files)
         for module, files in sorted(third_party_imports(package, outside=dev_tools).items())
@@ -71,6 +77,19 @@ def test_the_imports_walked_include_the_ones_a_plain_install_needs():
     assert {"boto3", "botocore", "zstandard", "rich"} <= imports.keys()
     assert "cli/progress.py" in imports["rich"]
     assert "moto" not in imports  # only dev/ imports it
+
+
+def test_the_ocr_stack_comes_with_the_ocr_extra_and_only_the_ocr_processor_imports_it():
+    project = project_table(REPO_ROOT / "pyproject.toml")
+    ocr_extra = {requirement_name(r) for r in project["optional-dependencies"]["ocr"]}
+    assert {"rapidocr", "onnxruntime", "pypdfium2", "pillow"} <= ocr_extra
+    assert not ocr_extra & {requirement_name(r) for r in project["dependencies"]}
+    # dev/ may use Pillow to draw the demo's scans; the runtime outside processors/ocr/ never needs the extra.
+    outside = {
+        m for m, files in third_party_imports(PACKAGE, outside=OCR_PROCESSOR).items() if any(not f.startswith("dev/") for f in files)
+    }
+    assert not {"rapidocr", "onnxruntime", "pypdfium2", "PIL", "cv2", "numpy"} & outside
+    assert {"rapidocr", "pypdfium2", "PIL"} <= third_party_imports(OCR_PROCESSOR, outside=DEV_TOOLS).keys()
 
 
 def test_moto_comes_only_with_the_local_extra():

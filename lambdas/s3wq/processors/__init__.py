@@ -8,9 +8,10 @@ used one attempt; s3wq catches it, never the other way round.
 
 from s3wq.processors.builtins import noop, text
 from s3wq.processors.context import MAX_INPUT_ERRORS_KEPT, Processor, ProcessorContext
-from s3wq.processors.loading import BUILTIN_PROCESSORS, importable_from_current_directory, load_processor
+from s3wq.processors.loading import BUILTIN_NAMES, BUILTIN_PROCESSORS, importable_from_current_directory, load_processor
 
 __all__ = [
+    "BUILTIN_NAMES",
     "BUILTIN_PROCESSORS",
     "MAX_INPUT_ERRORS_KEPT",
     "Processor",

@@ -22,7 +22,8 @@ _BLANK_PAGES_NAMED = 10
 _TEXT_SUFFIXES = {".txt", ".md", ".csv", ".json", ".jsonl", ".tsv", ".html", ".xml"}
 
 
-def _content_type(path: str, data: bytes) -> str:
+def content_type_of(path: str, data: bytes) -> str:
+    """What an input is, by its first bytes (a PDF) or else its name."""
     if data.startswith(b"%PDF-") or path.lower().endswith(".pdf"):
         return "application/pdf"
     guessed, _ = mimetypes.guess_type(path, strict=False)
@@ -45,15 +46,30 @@ def _pdf_text(data: bytes) -> tuple[str, int, list[int]]:
     return "\n".join(pages), len(pages), blank
 
 
+def pages_named(numbers: list[int], pages: int) -> str:
+    """``page 3 of 5`` or ``pages 2, 4 of 5``, naming the first few of a long list."""
+    shown = ", ".join(str(n) for n in numbers[:_BLANK_PAGES_NAMED]) + (", ..." if len(numbers) > _BLANK_PAGES_NAMED else "")
+    return f"{'page' if len(numbers) == 1 else 'pages'} {shown} of {pages}"
+
+
 def no_text_layer(blank: list[int], pages: int) -> str:
     """What a PDF whose pages ``blank`` hold no text is told: such a page is an image (a scan), which text cannot read."""
-    shown = ", ".join(str(n) for n in blank[:_BLANK_PAGES_NAMED]) + (", ..." if len(blank) > _BLANK_PAGES_NAMED else "")
-    which = f"{'page' if len(blank) == 1 else 'pages'} {shown} of {pages}"
-    return f"no text layer on {which} (a scanned page?): the text processor reads text layers only, it does not OCR"
+    return (
+        f"no text layer on {pages_named(blank, pages)} (a scanned page?): "
+        "the text processor reads text layers only; use the ocr processor (pip install 's3wq[ocr]')"
+    )
 
 
 class ExtractionFailed(Exception):
     """One input could not be turned into text; it becomes an error record, not a failed group."""
+
+
+def text_of(data: bytes) -> str:
+    """A text file's content; ExtractionFailed when it is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ExtractionFailed(f"not UTF-8 text: {exc}") from exc
 
 
 def text(group: Group, ctx: ProcessorContext) -> None:
@@ -73,7 +89,7 @@ def text(group: Group, ctx: ProcessorContext) -> None:
             ctx.record_input_error(path, str(exc))
             records.append({**record, "metadata": {}, "error": str(exc)})
             continue
-        content_type = _content_type(path, data)
+        content_type = content_type_of(path, data)
         metadata = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": content_type, "pages": None}
         try:
             if content_type == "application/pdf":
@@ -82,10 +98,7 @@ def text(group: Group, ctx: ProcessorContext) -> None:
                     # Not an empty success: status counts it, and the record says why the text is missing.
                     raise ExtractionFailed(no_text_layer(blank, metadata["pages"]))
             elif content_type.startswith("text/") or content_type == "application/json":
-                try:
-                    record["text"] = data.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise ExtractionFailed(f"not UTF-8 text: {exc}") from exc
+                record["text"] = text_of(data)
             else:
                 raise ExtractionFailed(f"unsupported content type {content_type}")
         except ExtractionFailed as exc:

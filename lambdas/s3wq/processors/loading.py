@@ -13,6 +13,9 @@ from s3wq.processors.builtins import noop, text
 from s3wq.processors.context import Processor
 
 BUILTIN_PROCESSORS: dict[str, Processor] = {"noop": noop, "text": text}
+# Built in, but needing an extra (name -> the extra): imported only when named, so that a plain install stays light.
+EXTRA_PROCESSORS: dict[str, str] = {"ocr": "ocr"}
+BUILTIN_NAMES = tuple(sorted({*BUILTIN_PROCESSORS, *EXTRA_PROCESSORS}))
 _SPEC_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -25,8 +28,10 @@ def load_processor(spec: str) -> Processor:
     """
     if spec in BUILTIN_PROCESSORS:
         return BUILTIN_PROCESSORS[spec]
+    if spec in EXTRA_PROCESSORS:
+        return _load_with_extra(spec, EXTRA_PROCESSORS[spec])
     if not _SPEC_RE.match(spec or ""):
-        names = ", ".join(sorted(BUILTIN_PROCESSORS))
+        names = ", ".join(BUILTIN_NAMES)
         raise ProcessorNotFound(f"processor {spec!r} is neither built in ({names}) nor module:function")
     module_name, function_name = spec.split(":")
     try:
@@ -46,6 +51,20 @@ def load_processor(spec: str) -> Processor:
     if not callable(function):
         raise ProcessorNotFound(f"processor {spec!r}: {module_name} has no function {function_name!r}")
     return function
+
+
+def _load_with_extra(name: str, extra: str) -> Processor:
+    """The built-in ``name`` from ``s3wq.processors.<name>``, prepared; ProcessorNotFound in one line when its extra is missing."""
+    try:
+        module = importlib.import_module(f"s3wq.processors.{name}.processor")
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] == "s3wq":
+            raise  # s3wq's own module missing is a broken install, not a missing extra
+        raise ProcessorNotFound(f"the {name} processor needs its extra: pip install 's3wq[{extra}]'") from None
+    except ImportError as exc:  # installed, but a compiled part will not load (a wheel for another platform)
+        raise ProcessorNotFound(f"the {name} processor's extra is installed but cannot be imported: {exc}") from None
+    module.prepare()  # a bad setting or a model that would be downloaded fails here, before any group
+    return getattr(module, name)
 
 
 def _where(exc: BaseException) -> str:

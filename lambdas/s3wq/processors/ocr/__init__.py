@@ -1,0 +1,19 @@
+"""The ``ocr`` built-in processor: the text of every PDF page and image, OCR'd where it has no text layer.
+
+It needs the ``ocr`` extra (``pip install 's3wq[ocr]'``): RapidOCR on
+onnxruntime, with the models RapidOCR's wheel ships; pypdfium2 renders the
+pages and Pillow reads the images. ``processor`` holds the function;
+``settings`` its knobs; ``engine`` loads RapidOCR once per process;
+``pdf_pages`` and ``images`` turn an input into pages one at a time;
+``reading_order`` puts OCR lines in the order they are printed.
+
+This ``__init__`` imports nothing of the extra, so that ``reading_order`` and
+``settings`` import anywhere and ``load_processor`` can tell a missing extra
+from a broken module.
+"""
+
+import os
+
+# Before numpy and onnxruntime load (they read it once): one page is one core's work,
+# and a worker that runs several processes side by side must not oversubscribe its cores.
+os.environ.setdefault("OMP_NUM_THREADS", "1")

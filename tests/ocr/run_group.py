@@ -1,0 +1,37 @@
+"""Run the ocr processor on one group of local inputs, as a worker would, in the OCR venv: ``python run_group.py WORKSPACE PATH...``.
+
+Prints, as JSON, the records it wrote to the workspace, the input errors it
+reported, and the seconds the load and the run took.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from s3wq.model import Group
+from s3wq.processors import ProcessorContext, load_processor
+from s3wq.store import LocalBackend, layout
+
+
+def main(workspace: str, paths: list[str]) -> dict:
+    started = time.perf_counter()
+    processor = load_processor("ocr")
+    loaded = time.perf_counter()
+    group = Group(layout.group_hash(paths), tuple(paths))
+    backend = LocalBackend(workspace)
+    ctx = ProcessorContext(worker_id="w-ocr-test", attempt=1, deadline=time.time() + 600, group=group, backend=backend)
+    processor(group, ctx)
+    body = backend.read(layout.result_key(group.hash)).body.decode("utf-8")
+    return {
+        "records": [json.loads(line) for line in body.splitlines()],
+        "input_errors": ctx.input_errors,
+        "input_error_count": ctx.input_error_count,
+        "load_seconds": round(loaded - started, 2),
+        "run_seconds": round(time.perf_counter() - loaded, 2),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1], sys.argv[2:])))
