@@ -25,6 +25,9 @@ from .processor_source import ProcessorSource
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
 REQUIREMENTS = REPO_ROOT / "requirements.txt"
+if not (LAMBDAS_DIR / "s3wq").is_dir() or not REQUIREMENTS.is_file():
+    # Installed without its checkout (a wheel): the assets are built from the checkout's lambdas/ and requirements*.txt.
+    raise ImportError(f"{__package__} builds from a checkout of s3wq: install it with pip install -e '<checkout>[cdk]'")
 PACKAGES = ("s3wq",)
 # Relative to LAMBDAS_DIR: what is not shipped, because no handler runs it.
 NOT_SHIPPED = ("s3wq/cli", "s3wq/dev", "s3wq/__main__.py")
@@ -36,7 +39,13 @@ BOTOCORE_SERVICES_USED = ("s3", "stepfunctions", "sts", "xray")
 # zstandard ships a C and a CFFI backend; the default import policy loads the C one.
 UNUSED_FILES = ("zstandard/_cffi*.so",)
 
-_PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
+# Wheels Lambda's Python 3.12+ runtimes load: Amazon Linux 2023 has glibc 2.34. pip takes a
+# --platform literally (no older glibc implied), so each manylinux level is named, the oldest
+# first: pip prefers the earlier, so s3wq's own pins keep their manylinux2014 wheels, and a
+# processor's newer ones (numpy 2.4 ships manylinux_2_27/2_28 only) are found too.
+_GLIBC_LEVELS = ("manylinux2014", "manylinux_2_28", "manylinux_2_34")
+_MACHINES = {"arm64": "aarch64", "x86_64": "x86_64"}
+_PLATFORMS = {architecture: tuple(f"{level}_{machine}" for level in _GLIBC_LEVELS) for architecture, machine in _MACHINES.items()}
 
 
 def prune(target: Path, *, keep_all_services: bool = False) -> None:
@@ -73,12 +82,15 @@ def install_requirements(target: Path, requirement_files: list[Path], *, archite
     files = [arg for path in requirement_files for arg in ("--requirement", str(path))]
     command = [
         sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-        "--platform", _PLATFORMS[architecture], "--implementation", "cp", "--python-version", python_version,
+        *(arg for platform_tag in _PLATFORMS[architecture] for arg in ("--platform", platform_tag)),
+        "--implementation", "cp", "--python-version", python_version,
         "--only-binary=:all:", "--target", str(target), *files,
     ]  # fmt: skip
     if subprocess.run(command, check=False).returncode != 0:
         names = ", ".join(path.name if path == REQUIREMENTS else str(path) for path in requirement_files)
-        raise AssetBuildError(f"pip could not install {names} for Lambda's platform ({_PLATFORMS[architecture]}, Python {python_version})")
+        raise AssetBuildError(
+            f"pip could not install {names} for Lambda's platform ({_PLATFORMS[architecture][-1]}, Python {python_version})"
+        )
 
 
 def build(target: Path, *, architecture: str, python_version: str, processor: ProcessorSource | None = None) -> None:
@@ -91,11 +103,21 @@ def build(target: Path, *, architecture: str, python_version: str, processor: Pr
     """
     extra = [processor.requirements] if processor is not None and processor.requirements is not None else []
     install_requirements(target, [REQUIREMENTS, *extra], architecture=architecture, python_version=python_version)
+    copy_sources(target, processor=processor)
+    prune(target, keep_all_services=processor is not None)
+
+
+def copy_sources(target: Path, *, processor: ProcessorSource | None = None) -> None:
+    """The runtime (``lambdas/s3wq`` less NOT_SHIPPED) into ``target``, and the processor folder's files at its root."""
     for package in PACKAGES:
         shutil.copytree(LAMBDAS_DIR / package, target / package, ignore=_unshipped, dirs_exist_ok=True)
     if processor is not None:
         processor.copy_into(target)
-    prune(target, keep_all_services=processor is not None)
+
+
+def tree_size(folder: Path) -> int:
+    """Bytes of every file under ``folder``: what Lambda counts against its 250 MB unzipped limit."""
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
 
 @jsii.implements(ILocalBundling)

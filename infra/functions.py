@@ -10,6 +10,7 @@ from constructs import Construct
 
 from s3wq import config as s3wq_config
 
+from .image_recipe import WORKER_HANDLER
 from .settings import DeploySettings
 
 # The newest Python runtime this aws-cdk-lib offers.
@@ -22,7 +23,17 @@ STATUS_MEMORY_MB = 1024
 class QueueFunctions(Construct):
     """Exposes ``populate``, ``worker`` and ``status`` (``lambda_.Function``)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, code: lambda_.Code, settings: DeploySettings, workspace_uri: str):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        code: lambda_.Code,
+        settings: DeploySettings,
+        workspace_uri: str,
+        worker_code: lambda_.Code | lambda_.DockerImageCode | None = None,
+    ):
+        """``code`` for every function; ``worker_code`` (a zip with the processor, or an image) for the worker alone."""
         super().__init__(scope, construct_id)
         self._code = code
         self._settings = settings
@@ -36,7 +47,7 @@ class QueueFunctions(Construct):
         }
         self.worker = self._function(
             "Worker",
-            handler="s3wq.handlers.worker.handler",
+            handler=WORKER_HANDLER,
             timeout=settings.worker_timeout_seconds,
             memory=settings.worker_memory_mb,
             # One source for both: the lease outlasts the invocation, so a
@@ -50,6 +61,7 @@ class QueueFunctions(Construct):
             },
             description="s3wq worker: claims and processes groups until the queue is empty or time runs out",
             reserved_concurrency=settings.worker_reserved_concurrency,
+            code=worker_code,
         )
         self.populate = self._function(
             "Populate",
@@ -84,6 +96,7 @@ class QueueFunctions(Construct):
         environment: dict,
         description: str,
         reserved_concurrency: int | None = None,
+        code: lambda_.Code | lambda_.DockerImageCode | None = None,
     ) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{name}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
         # Our own role instead of the AWS-managed basic execution policy: it
@@ -92,13 +105,16 @@ class QueueFunctions(Construct):
             self, f"{name}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"s3wq {name.lower()} function"
         )
         role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]))
-        return lambda_.Function(
+        # The same function either way: an image differs only in its code, and names its handler in its CMD.
+        if isinstance(code, lambda_.DockerImageCode):
+            kind, packaging = lambda_.DockerImageFunction, {"code": code}
+        else:
+            kind, packaging = lambda_.Function, {"runtime": RUNTIME, "code": code or self._code, "handler": handler}
+        return kind(
             self,
             name,
-            runtime=RUNTIME,
+            **packaging,
             architecture=ARCHITECTURES[self._settings.architecture],
-            code=self._code,
-            handler=handler,
             timeout=Duration.seconds(timeout),
             memory_size=memory,
             role=role,

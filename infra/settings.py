@@ -1,6 +1,8 @@
-"""Deployment settings, read once from CDK context, with every default defined here.
+"""Deployment settings, read once from CDK context (or built as the props of :class:`infra.queue.S3wqQueue`), with every default defined here.
 
-Set any of them with ``cdk deploy -c name=value`` or in ``cdk.json``.
+Set any of them with ``cdk deploy -c name=value`` or in ``cdk.json``; cdk.json
+holds feature flags only, so a setting left out there is one the user did not
+set, and a processor may choose it (``PROCESSOR_PROFILES``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from constructs import Construct
 
 from s3wq import config as s3wq_config
 
+from .processor_source import ProcessorSource, ProcessorSourceError
+
 # A Distributed Map runs up to 10,000 children at once (the worker items come
 # from the status function, not from States.ArrayRange, which stops at 1,000).
 MAX_WORKERS_LIMIT = s3wq_config.MAX_WORKERS_PER_EXECUTION
@@ -24,6 +28,33 @@ MAX_WORKERS_LIMIT = s3wq_config.MAX_WORKERS_PER_EXECUTION
 DEFAULT_MAX_WORKERS = 1000
 # Lambda's hard limit.
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
+
+DEFAULT_WORKER_MEMORY_MB = 1769  # one full vCPU
+DEFAULT_GROUP_SIZE = s3wq_config.DEFAULT_GROUP_SIZE
+
+
+@dataclass(frozen=True)
+class ProcessorProfile:
+    """What a built-in processor needs on Lambda: its extra's pinned requirements, and the worker's size when the user sets none."""
+
+    requirements_file: str  # at the repository's root, installed beside requirements.txt
+    worker_memory_mb: int
+    group_size: int
+
+
+PROCESSOR_PROFILES = {
+    # The ocr extra is ~272 MB installed for manylinux aarch64, over a zip's
+    # 250 MB: its worker is always the container image.
+    # Measured (bench/ocr.py): ~2.4 core-seconds a scanned page on one vCPU,
+    # peak RSS ~1.2 GB. 1769 MB is Lambda's one full vCPU (the OCR runs on one
+    # thread, so more memory would buy idle cores) with ~0.5 GB to spare.
+    # A group is documents, not pages: at a 20-page scan, 5 of them are
+    # 5 x 20 x 2.4 = 240 s, about a quarter of the 890 s a 900 s invocation
+    # leaves a run (less its 10 s margin), so a worker finishes several groups
+    # per invocation and a retry repeats little. A 100-page scan alone is the
+    # same 240 s; longer ones are handed back with needs_seconds.
+    "ocr": ProcessorProfile(requirements_file="requirements-ocr.txt", worker_memory_mb=1769, group_size=5),
+}
 
 _BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 # No "*" (or "?"): in an IAM resource ARN it is a wildcard and would widen every grant.
@@ -41,7 +72,8 @@ class DeploySettings:
     bucket_name: str | None = None
     workspace_prefix: str = "s3wq"
     worker_timeout_seconds: int = LAMBDA_MAX_TIMEOUT_SECONDS
-    worker_memory_mb: int = 1769  # one full vCPU
+    # None: chosen for the processor (PROCESSOR_PROFILES), else DEFAULT_WORKER_MEMORY_MB; resolved when built.
+    worker_memory_mb: int | None = None
     populate_timeout_seconds: int = LAMBDA_MAX_TIMEOUT_SECONDS
     populate_memory_mb: int = 3008
     max_workers: int = DEFAULT_MAX_WORKERS
@@ -51,13 +83,19 @@ class DeploySettings:
     default_workers: int = 10
     max_rounds: int = 10
     max_attempts: int = 3
-    group_size: int = 10
+    # None: chosen for the processor (PROCESSOR_PROFILES), else DEFAULT_GROUP_SIZE; resolved when built.
+    group_size: int | None = None
     # The longest one run of a group may last on a worker Lambda (None: what the invocation leaves it).
     group_timeout_seconds: float | None = s3wq_config.DEFAULT_GROUP_TIMEOUT_SECONDS
     # Populate checks that each s3:// path of a manifest exists (a HEAD, or a
     # LIST page per 1,000 keys of its folder); off for manifests too big to check in its time.
     check_inputs: bool = True
     processor: str = "text"
+    # A folder of the user's modules (and an optional requirements.txt) shipped
+    # with the worker; processor then names module:function in it.
+    processor_dir: str | None = None
+    # The worker as a container image even when its asset would fit a zip.
+    worker_image: bool = False
     architecture: str = "arm64"
     tracing: bool = True
     bundling: bool = True
@@ -66,40 +104,46 @@ class DeploySettings:
     kms_key_arns: tuple[str, ...] = field(default_factory=tuple)
     alarm_topic_arn: str | None = None
 
-    @classmethod
-    def from_context(cls, scope: Construct) -> DeploySettings:
-        def get(name: str, default: Any, parse: Callable[[Any], Any]) -> Any:
-            raw = scope.node.try_get_context(name)
-            if raw is None or raw == "":
-                return default
-            try:
-                return parse(raw)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"context {name!r}: {exc}") from None
+    def __post_init__(self) -> None:
+        # "Not set" is None until here, so a processor's profile can fill it;
+        # afterwards every reader sees a number.
+        profile = self.profile
+        if self.worker_memory_mb is None:
+            object.__setattr__(self, "worker_memory_mb", profile.worker_memory_mb if profile else DEFAULT_WORKER_MEMORY_MB)
+        if self.group_size is None:
+            object.__setattr__(self, "group_size", profile.group_size if profile else DEFAULT_GROUP_SIZE)
 
-        settings = cls(
-            bucket_name=get("bucketName", None, str),
-            workspace_prefix=get("workspacePrefix", cls.workspace_prefix, lambda v: str(v).strip("/")),
-            worker_timeout_seconds=get("workerTimeoutSeconds", cls.worker_timeout_seconds, int),
-            worker_memory_mb=get("workerMemoryMb", cls.worker_memory_mb, int),
-            populate_timeout_seconds=get("populateTimeoutSeconds", cls.populate_timeout_seconds, int),
-            populate_memory_mb=get("populateMemoryMb", cls.populate_memory_mb, int),
-            max_workers=get("maxWorkers", cls.max_workers, int),
-            default_workers=get("defaultWorkers", cls.default_workers, int),
-            worker_reserved_concurrency=get("workerReservedConcurrency", None, int),
-            max_rounds=get("maxRounds", cls.max_rounds, int),
-            max_attempts=get("maxAttempts", cls.max_attempts, int),
-            group_size=get("groupSize", cls.group_size, int),
-            group_timeout_seconds=get("groupTimeoutSeconds", cls.group_timeout_seconds, float),
-            check_inputs=get("checkInputs", cls.check_inputs, _bool),
-            processor=get("processor", cls.processor, str),
-            architecture=get("architecture", cls.architecture, str),
-            tracing=get("tracing", cls.tracing, _bool),
-            bundling=get("bundling", cls.bundling, _bool),
-            input_buckets=get("inputBuckets", (), _input_locations),
-            kms_key_arns=get("kmsKeyArns", (), _string_list),
-            alarm_topic_arn=get("alarmTopicArn", None, str),
-        )
+    @property
+    def profile(self) -> ProcessorProfile | None:
+        """The built-in processor's needs on Lambda, when it has any beyond s3wq's own asset."""
+        return PROCESSOR_PROFILES.get(self.processor)
+
+    def processor_source(self) -> ProcessorSource | None:
+        """The checked processor folder (``processorDir``), or None; raises ProcessorSourceError naming the problem."""
+        return None if self.processor_dir is None else ProcessorSource.open(self.processor_dir, spec=self.processor)
+
+    @property
+    def needs_image(self) -> bool:
+        """Whether the worker is a container image whatever its size: asked for, or a built-in whose extra needs one."""
+        return self.worker_image or self.profile is not None
+
+    @classmethod
+    def from_context(cls, scope: Construct, **props: Any) -> DeploySettings:
+        """The settings of ``scope``'s CDK context (``-c name=value``, cdk.json), checked.
+
+        ``props`` (field names) are an app's own values; a context key that is
+        given overrides them, and what neither sets keeps this class's default.
+        """
+        values = dict(props)
+        for key, (name, parse) in CONTEXT_KEYS.items():
+            raw = scope.node.try_get_context(key)
+            if raw is None or raw == "":
+                continue
+            try:
+                values[name] = parse(raw)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"context {key!r}: {exc}") from None
+        settings = cls(**values)
         settings.validate()
         return settings
 
@@ -155,8 +199,21 @@ class DeploySettings:
                     f"inputBuckets entry {location.bucket}/{location.prefix} contains the manifest prefix {manifests}: "
                     "name an input prefix beside the workspace, not above it"
                 )
+        problems += self._processor_problems()
         if problems:
             raise ValueError("; ".join(problems))
+
+    def _processor_problems(self) -> list[str]:
+        if self.processor_dir is not None:
+            if self.profile is not None:
+                return [f"processor {self.processor!r} is built in: processorDir is for a module:function of your own"]
+            try:
+                self.processor_source()
+            except ProcessorSourceError as exc:
+                return [str(exc)]
+        elif self.worker_image and ":" not in self.processor and self.profile is None:
+            return [f"workerImage: the built-in processor {self.processor!r} runs from the zip; set processorDir, or processor=ocr"]
+        return []
 
 
 # A key, not an alias: IAM grants on an alias ARN do not cover the key's use by S3.
@@ -197,3 +254,31 @@ def _input_locations(value: Any) -> tuple[InputLocation, ...]:
             raise ValueError(f"input prefix {prefix!r} is not a plain key prefix")
         locations.append(InputLocation(bucket, prefix))
     return tuple(locations)
+
+
+# Context key -> (field, parse): every setting `cdk deploy -c` takes (docs/deploy.md's table).
+CONTEXT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "bucketName": ("bucket_name", str),
+    "workspacePrefix": ("workspace_prefix", lambda v: str(v).strip("/")),
+    "workerTimeoutSeconds": ("worker_timeout_seconds", int),
+    "workerMemoryMb": ("worker_memory_mb", int),
+    "populateTimeoutSeconds": ("populate_timeout_seconds", int),
+    "populateMemoryMb": ("populate_memory_mb", int),
+    "maxWorkers": ("max_workers", int),
+    "defaultWorkers": ("default_workers", int),
+    "workerReservedConcurrency": ("worker_reserved_concurrency", int),
+    "maxRounds": ("max_rounds", int),
+    "maxAttempts": ("max_attempts", int),
+    "groupSize": ("group_size", int),
+    "groupTimeoutSeconds": ("group_timeout_seconds", float),
+    "checkInputs": ("check_inputs", _bool),
+    "processor": ("processor", str),
+    "processorDir": ("processor_dir", str),
+    "workerImage": ("worker_image", _bool),
+    "architecture": ("architecture", str),
+    "tracing": ("tracing", _bool),
+    "bundling": ("bundling", _bool),
+    "inputBuckets": ("input_buckets", _input_locations),
+    "kmsKeyArns": ("kms_key_arns", _string_list),
+    "alarmTopicArn": ("alarm_topic_arn", str),
+}

@@ -1,4 +1,4 @@
-"""The workspace bucket: created here with every guard on, or an existing one named in context."""
+"""The workspace bucket: created here with every guard on, an existing one named in context, or a bucket of the user's CDK app."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ LOCK_EXPIRY_DAYS = 1
 class WorkspaceStorage(Construct):
     """Exposes ``bucket``, ``prefix`` and ``workspace_uri``; ``created`` tells whether this stack owns the bucket."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, bucket_name: str | None, prefix: str):
+    def __init__(self, scope: Construct, construct_id: str, *, bucket_name: str | None, prefix: str, bucket: s3.IBucket | None = None):
         super().__init__(scope, construct_id)
         self.prefix = prefix
-        self.created = bucket_name is None
-        if bucket_name is not None:
+        self.created = bucket_name is None and bucket is None
+        if bucket is not None:
+            # The user's own bucket (S3wqQueue's ``bucket``): its settings are the user's, as for bucketName.
+            self.bucket = bucket
+        elif bucket_name is not None:
             # An existing bucket keeps its own settings; see docs/deploy.md.
             self.bucket = s3.Bucket.from_bucket_name(self, "Bucket", bucket_name)
         else:

@@ -48,10 +48,21 @@ TUNED = {
     "maxWorkers": 50,
 }
 VARIANTS = {"default": {}, "existing-bucket": EXISTING_BUCKET, "input-buckets": INPUT_BUCKETS, "tuned": TUNED}
+# A processor folder of the tests' own (a module and a third-party requirement), and the worker variants it deploys as.
+PROCESSOR_DIR = Path(__file__).resolve().parent / "fixtures" / "processor"
+PROCESSOR_SPEC = "wordcount:process_group"
+PROCESSOR_ZIP = {"processor": PROCESSOR_SPEC, "processorDir": str(PROCESSOR_DIR)}
+PROCESSOR_IMAGE = {**PROCESSOR_ZIP, "workerImage": True}
+OCR = {"processor": "ocr"}
+WORKER_VARIANTS = {"processor-zip": PROCESSOR_ZIP, "processor-image": PROCESSOR_IMAGE, "ocr": OCR}
 
 
 def cdk_json_context() -> dict:
-    """The context `cdk synth` runs with. Its feature flags change the template (minimizePolicies merges statements)."""
+    """The context `cdk synth` runs with: feature flags alone (they change the template: minimizePolicies merges statements).
+
+    The settings' defaults live in infra/settings.py only, so what a test
+    expects of a setting it reads from ``StackUnderTest.settings``.
+    """
     return json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 
 
@@ -126,8 +137,13 @@ class StackUnderTest:
     # --- the workspace ---------------------------------------------------------------------------
 
     @property
+    def settings(self) -> DeploySettings:
+        """What the stack was built with: the context over infra/settings.py's defaults."""
+        return self.stack.settings
+
+    @property
     def prefix(self) -> str:
-        return str(self.context["workspacePrefix"]).strip("/")
+        return self.settings.workspace_prefix
 
     @cached_property
     def bucket_id(self) -> str | None:
@@ -138,7 +154,7 @@ class StackUnderTest:
 
     @property
     def bucket_name(self) -> str:
-        return "${%s}" % self.bucket_id if self.bucket_id else self.context["bucketName"]
+        return "${%s}" % self.bucket_id if self.bucket_id else self.settings.bucket_name
 
     @property
     def bucket_arn(self) -> str:
@@ -158,7 +174,13 @@ class StackUnderTest:
     # --- functions and roles ---------------------------------------------------------------------
 
     def function(self, kind: str) -> tuple[str, dict]:
-        return self.one("AWS::Lambda::Function", {"Handler": HANDLERS[kind]})
+        """The function of this kind, by its handler: a zip's Handler, or a container image's command (ImageConfig)."""
+        found = {
+            **self.template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": HANDLERS[kind]}}),
+            **self.template.find_resources("AWS::Lambda::Function", {"Properties": {"ImageConfig": {"Command": [HANDLERS[kind]]}}}),
+        }
+        assert len(found) == 1, f"expected exactly one {kind} function, found {len(found)}"
+        return next(iter(found.items()))
 
     def function_id(self, kind: str) -> str:
         return self.function(kind)[0]

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 from module_graph import LAMBDAS_DIR, PACKAGE, closure, module_files
-from stack_under_test import HANDLERS, cdk_json_context
+from stack_under_test import HANDLERS
 
 from infra.bundling import NOT_SHIPPED, build
 from infra.functions import RUNTIME
+from infra.settings import DeploySettings
 
 HANDLER_MODULES = sorted(handler.rsplit(".", 1)[0] for handler in HANDLERS.values())
 
@@ -54,7 +55,7 @@ def assert_holds_the_runtime_alone(asset: Path) -> None:
 @pytest.fixture(scope="module")
 def built_asset(tmp_path_factory) -> Path:
     target = tmp_path_factory.mktemp("lambda-asset")
-    build(target, architecture=cdk_json_context()["architecture"], python_version=RUNTIME.name.removeprefix("python"))
+    build(target, architecture=DeploySettings().architecture, python_version=RUNTIME.name.removeprefix("python"))
     return target
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from aws_cdk.assertions import Annotations, Match
-from stack_under_test import EXISTING_BUCKET, VARIANTS, nag_reason
+from stack_under_test import EXISTING_BUCKET, VARIANTS, WORKER_VARIANTS, nag_reason
 
 MIN_REASON_LENGTH = 30
 
@@ -13,7 +13,7 @@ def _describe(messages) -> list[str]:
     return [f"{message.id}: {message.entry.data}" for message in messages]
 
 
-@pytest.mark.parametrize("overrides", VARIANTS.values(), ids=VARIANTS.keys())
+@pytest.mark.parametrize("overrides", [*VARIANTS.values(), *WORKER_VARIANTS.values()], ids=[*VARIANTS, *WORKER_VARIANTS])
 def test_no_aws_solutions_errors_or_warnings(synth, overrides):
     annotations = Annotations.from_stack(synth(overrides).stack)
     rule = Match.string_like_regexp("AwsSolutions-.*")

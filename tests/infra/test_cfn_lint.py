@@ -6,10 +6,10 @@ import json
 
 import pytest
 from cfnlint.api import ManualArgs, lint_file
-from stack_under_test import VARIANTS
+from stack_under_test import VARIANTS, WORKER_VARIANTS
 
 
-@pytest.mark.parametrize("overrides", VARIANTS.values(), ids=VARIANTS.keys())
+@pytest.mark.parametrize("overrides", [*VARIANTS.values(), *WORKER_VARIANTS.values()], ids=[*VARIANTS, *WORKER_VARIANTS])
 def test_template_has_no_cfn_lint_errors(synth, overrides, tmp_path):
     path = tmp_path / "template.json"
     path.write_text(json.dumps(synth(overrides).json, indent=1))

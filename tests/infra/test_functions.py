@@ -43,7 +43,7 @@ def test_worker_timeout_is_its_lease(synth, overrides, seconds):
 @pytest.mark.parametrize(
     "overrides, worker_mb, populate_mb",
     [({}, 1769, 3008), (TUNED, 2048, 1024)],
-    ids=["cdk.json", "workerMemoryMb=2048,populateMemoryMb=1024"],
+    ids=["defaults", "workerMemoryMb=2048,populateMemoryMb=1024"],
 )
 def test_memory_from_context(synth, overrides, worker_mb, populate_mb):
     template = synth(overrides).template
@@ -111,7 +111,7 @@ def test_worker_reserved_concurrency_is_optional_and_set_on_the_worker_alone(syn
 
 def test_up_to_ten_thousand_workers_may_be_allowed(synth):
     stack = synth({"maxWorkers": 10_000})
-    assert stack.context["maxWorkers"] == 10_000
+    assert stack.settings.max_workers == 10_000
     assert "States.ArrayRange" not in str(stack.definition())
 
 

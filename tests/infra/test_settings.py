@@ -6,7 +6,7 @@ import aws_cdk as cdk
 import pytest
 from stack_under_test import cdk_json_context
 
-from infra.settings import DeploySettings
+from infra.settings import CONTEXT_KEYS, DeploySettings
 
 
 @pytest.mark.parametrize(
@@ -71,3 +71,9 @@ def test_a_bad_group_timeout_stops_the_synth(context, problem):
 @pytest.mark.parametrize("context, seconds", [({}, None), ({"groupTimeoutSeconds": "60"}, 60.0), ({"groupTimeoutSeconds": 890}, 890.0)])
 def test_a_group_timeout_within_the_worker_timeout_is_kept(context, seconds):
     assert DeploySettings.from_context(cdk.App(context=context)).group_timeout_seconds == seconds
+
+
+def test_cdk_json_holds_feature_flags_and_no_setting():
+    """A default lives in infra/settings.py alone; repeated in cdk.json it would read as set, and no processor could choose it."""
+    assert not set(cdk_json_context()) & set(CONTEXT_KEYS)
+    assert all(key.startswith("@aws-cdk/") for key in cdk_json_context())

@@ -150,7 +150,7 @@ def test_rounds_are_counted_and_capped_at_max_rounds(synth, overrides):
     for choice in loop_choices(graph, run_workers):
         assert run_workers not in graph.reachable(choice, avoiding=set(on_loop)), f"{choice} reaches the Map without counting a round"
     # ... and, whatever the queue reports, at most maxRounds rounds run.
-    assert graph.most_entries(run_workers, counter) == stack.context["maxRounds"]
+    assert graph.most_entries(run_workers, counter) == stack.settings.max_rounds
 
 
 @DEFAULT_AND_TUNED
@@ -189,7 +189,7 @@ def test_workers_are_capped_at_max_workers(synth, overrides):
     stack = synth(overrides)
     graph = graph_of(stack)
     run_workers = the_distributed_map(graph)
-    max_workers = stack.context["maxWorkers"]
+    max_workers = stack.settings.max_workers
     caps = [
         (name, rule)
         for name in graph.of_type("Choice")

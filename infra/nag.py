@@ -1,0 +1,110 @@
+"""cdk-nag: the findings of an s3wq queue that are suppressed, each with its reason, and only where they arise."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from aws_cdk import Stack
+from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
+
+if TYPE_CHECKING:
+    from .queue import S3wqQueue
+
+
+def _js_regex(text: str) -> str:
+    """``text`` matched literally inside cdk-nag's ``/.../`` (a JavaScript regex)."""
+    return re.sub(r"([\\^$.|?*+()\[\]{}/])", r"\\\1", text)
+
+
+def suppress_findings(queue: S3wqQueue) -> None:
+    """Every suppression of the queue, on the resource it concerns."""
+    _roles(queue)
+    _state_machine(queue)
+    if queue.storage.created:
+        _bucket(queue)
+    _notifications_handler(queue)
+
+
+def _roles(queue: S3wqQueue) -> None:
+    prefix = queue.settings.workspace_prefix
+    NagSuppressions.add_resource_suppressions(
+        [fn.role for fn in (queue.functions.worker, queue.functions.populate, queue.functions.status)],
+        [
+            NagPackSuppression(
+                id="AwsSolutions-IAM5",
+                reason=f"Object keys under the workspace prefix ({prefix}/...) and under the input prefixes are created at "
+                "run time, one per group, so they are granted by prefix, one action per statement. Populate may describe "
+                "only the executions it names itself (manifest-* and sources-*). X-Ray's PutTraceSegments and "
+                "PutTelemetryRecords support no resource-level permissions.",
+                applies_to=[
+                    # <bucket>.Arn/<prefix>/<folder>/* (the bucket's logical ID is the user's when S3wqQueue gets one)
+                    # and arn:...:s3:::<bucket>[/<prefix>]/*
+                    RegexAppliesTo(regex=f"/^Resource::<[A-Za-z0-9]+\\.Arn>\\/{_js_regex(prefix)}\\/.*\\*$/"),
+                    RegexAppliesTo(regex="/^Resource::arn:<AWS::Partition>:s3:::.*\\/\\*$/"),
+                    RegexAppliesTo(
+                        regex="/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:.*:(manifest|sources)-\\*$/"
+                    ),
+                    "Resource::*",
+                ],
+            )
+        ],
+        apply_to_children=True,
+    )
+
+
+def _state_machine(queue: S3wqQueue) -> None:
+    NagSuppressions.add_resource_suppressions(
+        queue.orchestration.state_machine,
+        [
+            NagPackSuppression(
+                id="AwsSolutions-IAM5",
+                reason="Invoking a Lambda by its ARN with :* covers its versions and aliases; the Distributed Map starts and "
+                "describes its own child executions, whose names it generates; CloudWatch Logs delivery and X-Ray "
+                "support no resource-level permissions.",
+                applies_to=[
+                    RegexAppliesTo(regex="/^Resource::<.*\\.Arn>:\\*$/"),
+                    RegexAppliesTo(regex="/^Resource::\\*$/"),
+                    RegexAppliesTo(regex="/^Resource::arn:<AWS::Partition>:states:.*$/"),
+                ],
+            )
+        ],
+        apply_to_children=True,
+    )
+
+
+def _bucket(queue: S3wqQueue) -> None:
+    NagSuppressions.add_resource_suppressions(
+        queue.storage.bucket,
+        [
+            NagPackSuppression(
+                id="AwsSolutions-S1",
+                reason="The workspace holds queue state written several times per group; server access logs would "
+                "roughly double its request volume. Audit access with CloudTrail S3 data events where required.",
+            )
+        ],
+    )
+
+
+def _notifications_handler(queue: S3wqQueue) -> None:
+    # The custom resource CDK adds to configure bucket notifications: its
+    # code and role are CDK's own, so its findings are suppressed there only.
+    for handler in (c for c in Stack.of(queue).node.children if c.node.id.startswith("BucketNotificationsHandler")):
+        NagSuppressions.add_resource_suppressions(
+            handler,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM4",
+                    reason="CDK's BucketNotificationsHandler, which sets the bucket's notification configuration at "
+                    "deploy time, uses the AWS-managed basic execution role; our functions use inline roles.",
+                    applies_to=["Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"],
+                ),
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="CDK's BucketNotificationsHandler calls s3:PutBucketNotification while deploying; CDK writes "
+                    "its policy with Resource * and the function runs only during stack updates.",
+                    applies_to=["Resource::*"],
+                ),
+            ],
+            apply_to_children=True,
+        )

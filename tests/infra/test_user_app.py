@@ -1,0 +1,89 @@
+"""A user's own CDK app, exactly as docs/deploy.md shows it, synthesized outside the repository without Docker.
+
+The app is copied from the doc (the python block after ``<!-- user-app -->``)
+into a temporary folder with a processor folder beside it, and run with this
+venv's python as the CDK CLI runs an app (CDK_OUTDIR, CDK_CONTEXT_JSON).
+``s3wq_cdk`` is infra/ by another name (pyproject's package-dir, which
+``pip install -e`` turns into a finder mapping the name to the folder); here
+a link of that name on PYTHONPATH does the same, so the test needs no
+install. Bundling is off (``-c bundling=false``): the asset's build is
+test_worker_zip.py's.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+
+from stack_under_test import HANDLERS, PROCESSOR_DIR, REPO_ROOT
+
+from s3wq import config
+
+DOC = REPO_ROOT / "docs" / "deploy.md"
+STACK = "Scans"
+
+
+def documented_app() -> str:
+    text = DOC.read_text()
+    match = re.search(r"<!-- user-app -->\s*```python\n(.*?)```", text, re.S)
+    assert match, f"no python block after <!-- user-app --> in {DOC.name}"
+    return match.group(1)
+
+
+def synth_user_app(tmp_path, context: dict) -> dict:
+    (tmp_path / "app.py").write_text(documented_app())
+    shutil.copytree(PROCESSOR_DIR, tmp_path / "myproc")
+    (tmp_path / "path").mkdir()
+    (tmp_path / "path" / "s3wq_cdk").symlink_to(REPO_ROOT / "infra", target_is_directory=True)
+    outdir = tmp_path / "cdk.out"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tmp_path / "path"),
+        "CDK_OUTDIR": str(outdir),
+        "CDK_CONTEXT_JSON": json.dumps(context),
+        "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+    }
+    process = subprocess.run([sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert process.returncode == 0, process.stderr[-3000:]
+    return {"template": json.loads((outdir / f"{STACK}.template.json").read_text()), "outdir": outdir}
+
+
+def test_the_documented_app_synthesizes_a_queue_with_the_processor(tmp_path):
+    """One run (a CDK app's synth takes seconds): the zip, as the doc's app deploys it; the image variant is test_worker_variants.py's."""
+    synthesized = synth_user_app(tmp_path, {"bundling": False})
+    template, outdir = synthesized["template"], synthesized["outdir"]
+    functions = {
+        p["Handler"]: p
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function" and "s3wq" in (p := r["Properties"]).get("Description", "")
+    }
+    assert sorted(functions) == sorted(HANDLERS.values())
+    worker = functions[HANDLERS["worker"]]
+    assert worker["Environment"]["Variables"][config.ENV_PROCESSOR] == "wordcount:process_group"
+    assert "PackageType" not in worker
+    assert template["Outputs"]["MaxWorkers"]["Value"] == "200"
+    assets = json.loads((outdir / f"{STACK}.assets.json").read_text())
+    (folder,) = [a for a in assets["files"].values() if next(iter(a["destinations"].values()))["objectKey"] == worker["Code"]["S3Key"]]
+    assert (outdir / folder["source"]["path"] / "wordcount.py").is_file()
+    (report,) = outdir.glob("AwsSolutions-*NagReport.csv")
+    with report.open(newline="") as handle:
+        assert [(row["Rule ID"], row["Resource ID"]) for row in csv.DictReader(handle) if row["Compliance"] == "Non-Compliant"] == []
+
+
+def test_the_documented_app_is_about_ten_lines():
+    lines = [line for line in documented_app().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert len(lines) <= 12
+
+
+def test_pyproject_installs_infra_as_s3wq_cdk_with_every_package():
+    setuptools = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"": "lambdas", "s3wq_cdk": "infra"}
+    lambdas = REPO_ROOT / "lambdas"
+    on_disk = {init.parent.relative_to(lambdas).as_posix().replace("/", ".") for init in (lambdas / "s3wq").rglob("__init__.py")}
+    assert sorted(setuptools["packages"]) == sorted({*on_disk, "s3wq_cdk"}), "list the new package in pyproject.toml"
