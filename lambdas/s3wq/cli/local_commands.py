@@ -33,17 +33,32 @@ def cmd_local_demo(args: argparse.Namespace) -> int:
     # The one use of dev/ from the command line: the local cloud is a developer's tool, installed with the extra.
     from s3wq.dev.localcloud.demo import run_demo
 
-    path = _processor_path()
-    load_processor(args.processor)  # a typo fails here, not inside a Lambda
+    where = _processor(args)
     return run_demo(
         workers=args.workers,
         inputs=args.inputs,
         group_size=args.group_size,
         processor=args.processor,
         as_json=args.json,
-        extra_pythonpath=path,
+        **where,
         **_kept_logs(args.keep_logs),
     )
+
+
+def _processor(args: argparse.Namespace) -> dict[str, Any]:
+    """Where the functions find the processor: the checked ``--processor-dir`` (its asset), or the current directory.
+
+    Checked before anything starts, so a typo fails here, not inside a
+    Lambda. A folder's module is not imported here: its requirements are in
+    its asset, not in this venv.
+    """
+    if args.processor_dir is not None:
+        from s3wq.dev.localcloud.asset import ProcessorFolder
+
+        return {"processor_folder": ProcessorFolder.check(args.processor_dir, args.processor)}
+    path = _processor_path()
+    load_processor(args.processor)
+    return {"extra_pythonpath": path}
 
 
 def _kept_logs(keep_logs: str | None) -> dict[str, Any]:
@@ -74,13 +89,12 @@ def cmd_local_up(args: argparse.Namespace) -> int:
     require_local_extra()
     from s3wq.dev.localcloud.demo import run_up
 
-    path = _processor_path()
-    load_processor(args.processor)
+    where = _processor(args)
     return run_up(
         port=args.port,
         workers=args.workers,
         group_size=args.group_size,
         processor=args.processor,
-        extra_pythonpath=path,
+        **where,
         **_kept_logs(args.keep_logs),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from s3wq import __version__
-from s3wq.cli.arguments import locations, non_negative_float, non_negative_int, port, positive_float, positive_int
+from s3wq.cli.arguments import locations, non_negative_float, non_negative_int, port, positive_float, positive_int, processor_dir
 from s3wq.cli.execution import DEFAULT_STACK_NAME
 from s3wq.cli.inspect_commands import cmd_failures, cmd_inspect
 from s3wq.cli.local_commands import cmd_local_demo, cmd_local_up
@@ -25,7 +25,7 @@ from s3wq.config import (
     MAX_RETRY_BACKOFF_SECONDS,
     RETRY_BACKOFF_SECONDS,
 )
-from s3wq.processors import BUILTIN_PROCESSORS
+from s3wq.processors import BUILTIN_NAMES
 
 WORKSPACE_HELP = "s3://bucket/prefix, or a local directory"
 FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -190,7 +190,14 @@ def _add_work(sub) -> None:
     p.add_argument(
         "--processor",
         default=DEFAULT_PROCESSOR,
-        help=f"built-in ({', '.join(sorted(BUILTIN_PROCESSORS))}) or module:function (default {DEFAULT_PROCESSOR})",
+        help=f"built-in ({', '.join(BUILTIN_NAMES)}) or module:function (default {DEFAULT_PROCESSOR})",
+    )
+    p.add_argument(
+        "--processor-dir",
+        type=processor_dir,
+        metavar="DIR",
+        help="a processor folder (as `cdk deploy -c processorDir=DIR` ships it), first on the import path; "
+        "its requirements.txt is not installed: this venv must hold them (pip install -r DIR/requirements.txt)",
     )
     p.add_argument(
         "--allow-local-inputs",
@@ -340,6 +347,12 @@ def _local_command(local_sub, name: str, help_: str, example: str) -> argparse.A
     p.add_argument("--workers", type=positive_int, default=4, help="worker Lambdas the execution runs (default 4)")
     p.add_argument("--group-size", type=positive_int, default=2, help="paths per group (default 2)")
     p.add_argument("--processor", default="text", help="processor (default text)")
+    p.add_argument(
+        "--processor-dir",
+        metavar="DIR",
+        help="a folder of your modules and an optional requirements.txt, with --processor module:function in it: "
+        "the Lambdas run the asset `cdk deploy -c processorDir=DIR` ships, built for this machine (pip), isolated from this venv",
+    )
     p.add_argument(
         "--keep-logs",
         nargs="?",

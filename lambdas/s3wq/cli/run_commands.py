@@ -129,6 +129,8 @@ def cmd_work(args: argparse.Namespace) -> int:
     backend = open_workspace(args.workspace)
     worker_id = args.worker_id or f"w-{uuid.uuid4().hex[:8]}"
     importable_from_current_directory()
+    if args.processor_dir is not None:  # first, as the folder's files are at the root of the Lambda asset
+        sys.path.insert(0, str(args.processor_dir))
     # Whatever the index names (anyone who may write the workspace writes it), the processor reads only what the policy allows.
     host = ProcessorHost(args.processor, backend.uri, input_policy=input_policy(args, backend), adopt_orphans=True)
     with GracefulStop() as stop:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Self
 
 from s3wq.dev.local_s3 import LocalServer
+from s3wq.dev.localcloud.asset import CACHE_ENV, ProcessorFolder, build_task_asset, check_loads
 from s3wq.dev.localcloud.deploy import LocalStack, deploy, synthesize
+from s3wq.dev.localcloud.runner import TaskAsset
 
 DEFAULT_BUCKET = "s3wq-local"
 
@@ -19,17 +22,36 @@ class LocalCloud(LocalServer):
     The logs (``server.log``, and ``lambda/`` with one file per function) go
     to ``log_dir`` when given, to a new folder of the temp directory that is
     kept with ``keep_logs``, and otherwise to the folder that is removed.
+
+    With a ``processor`` folder, the functions run from the asset built for it
+    (:mod:`s3wq.dev.localcloud.asset`), isolated from this process's packages;
+    the pip part of that asset is kept in ``asset_cache`` (default: the
+    S3WQ_LOCAL_ASSET_CACHE folder, else this cloud's own folder).
     """
 
     name = "local cloud"
     own_session = True
 
     def __init__(
-        self, *, port: int | None = None, log_dir: Path | None = None, extra_pythonpath: tuple[str, ...] = (), keep_logs: bool = False
+        self,
+        *,
+        port: int | None = None,
+        log_dir: Path | None = None,
+        extra_pythonpath: tuple[str, ...] = (),
+        keep_logs: bool = False,
+        processor: ProcessorFolder | None = None,
+        asset_cache: Path | None = None,
+        check_processor: bool = False,
     ):
         super().__init__(port)
         self.extra_pythonpath = extra_pythonpath
+        self.processor = processor
         self._tmp = tempfile.TemporaryDirectory(prefix="s3wq-localcloud-")
+        # Absolute: the functions import from it whatever their working folder.
+        self.asset_cache = Path(asset_cache or os.environ.get(CACHE_ENV) or Path(self._tmp.name) / "asset-cache").absolute()
+        self.asset: TaskAsset | None = None
+        # The command line refuses a processor that does not load before the server starts; the tests see it fail in a Lambda.
+        self.check_processor = check_processor
         self.keeps_logs = log_dir is not None or keep_logs
         self._made_log_dir = log_dir is None and keep_logs
         if log_dir is None:
@@ -40,15 +62,29 @@ class LocalCloud(LocalServer):
     def command(self) -> list[str]:
         extra = [arg for path in self.extra_pythonpath for arg in ("--pythonpath", path)]
         folders = ["--log-dir", str(self.log_dir / "lambda"), "--scratch-dir", str(Path(self._tmp.name) / "invocations")]
+        if self.asset is not None:
+            extra = ["--task-python", self.asset.python, *(arg for path in self.asset.path for arg in ("--task-path", path))]
         return [sys.executable, "-m", "s3wq.dev.localcloud.server", "--port", str(self.port), *folders, *extra]
+
+    def start(self, timeout: float = 60.0) -> Self:
+        """Build the processor folder's asset first, when there is one: a requirement pip cannot install stops it before the server starts."""
+        if self.processor is not None and self.asset is None:
+            asset = build_task_asset(self.processor, into=Path(self._tmp.name), cache=self.asset_cache)
+            if self.check_processor:
+                check_loads(asset, self.processor.spec)
+            self.asset = asset
+        return super().start(timeout)
 
     def output(self) -> Any:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         return open(self.log_dir / "server.log", "ab")
 
     def deploy(self, context: dict[str, Any] | None = None, *, bucket_name: str = DEFAULT_BUCKET) -> LocalStack:
-        """Synthesize the CDK app with ``context`` and deploy the template here."""
-        self.stack = deploy(synthesize(context or {}), endpoint=self.endpoint, bucket_name=bucket_name)
+        """Synthesize the CDK app with ``context`` (the processor folder's ``processor`` and ``processorDir`` added) and deploy the template here."""
+        context = dict(context or {})
+        if self.processor is not None:
+            context.update(processor=self.processor.spec, processorDir=str(self.processor.directory))
+        self.stack = deploy(synthesize(context), endpoint=self.endpoint, bucket_name=bucket_name)
         return self.stack
 
     def __enter__(self) -> Self:

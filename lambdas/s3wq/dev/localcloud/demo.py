@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from s3wq.cli.execution import follow_execution
+from s3wq.dev.localcloud.asset import ProcessorFolder
 from s3wq.dev.localcloud.cloud import LocalCloud
 from s3wq.dev.samples import make_pdf, sample_text
 from s3wq.host.stopping import STOP_SIGNALS
@@ -106,10 +107,13 @@ def run_demo(
     processor: str,
     as_json: bool,
     extra_pythonpath: tuple[str, ...] = (),
+    processor_folder: ProcessorFolder | None = None,
     log_dir: Path | None = None,
     keep_logs: bool = False,
 ) -> int:
-    cloud = LocalCloud(extra_pythonpath=extra_pythonpath, log_dir=log_dir, keep_logs=keep_logs)
+    cloud = LocalCloud(
+        extra_pythonpath=extra_pythonpath, processor=processor_folder, log_dir=log_dir, keep_logs=keep_logs, check_processor=True
+    )
     with StopSignals() as signals:
         try:
             return _demo(cloud, signals, workers=workers, inputs=inputs, group_size=group_size, processor=processor, as_json=as_json)
@@ -222,11 +226,14 @@ def run_up(
     group_size: int,
     processor: str,
     extra_pythonpath: tuple[str, ...] = (),
+    processor_folder: ProcessorFolder | None = None,
     log_dir: Path | None = None,
     keep_logs: bool = False,
 ) -> int:
     """Keep the local cloud running until a stop signal (exit 0) or until its server dies (exit 1); say where the logs are either way."""
-    cloud = LocalCloud(port=port, log_dir=log_dir, keep_logs=keep_logs, extra_pythonpath=extra_pythonpath)
+    cloud = LocalCloud(
+        port=port, log_dir=log_dir, keep_logs=keep_logs, extra_pythonpath=extra_pythonpath, processor=processor_folder, check_processor=True
+    )
     with StopSignals() as signals:
         try:
             with cloud, signals.ignored_on_leaving():

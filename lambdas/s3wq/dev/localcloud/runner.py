@@ -51,15 +51,36 @@ class Outcome:
     function_error: bool
 
 
+# The child side, run by path when the functions run from an asset: it is not in the asset, and
+# ``-m`` would need s3wq.dev on the path, the dev tree that the asset must not see.
+INVOKE_SCRIPT = Path(__file__).resolve().with_name("invoke.py")
+
+
+@dataclass(frozen=True)
+class TaskAsset:
+    """What the functions run from instead of ``lambdas/``: an interpreter with nothing installed, and the asset's folders."""
+
+    python: str
+    path: tuple[str, ...]
+
+
 class LambdaRunner:
     def __init__(
-        self, *, endpoint: str, lambdas_dir: Path, log_dir: Path, extra_pythonpath: tuple[str, ...] = (), scratch_dir: Path | None = None
+        self,
+        *,
+        endpoint: str,
+        lambdas_dir: Path,
+        log_dir: Path,
+        extra_pythonpath: tuple[str, ...] = (),
+        scratch_dir: Path | None = None,
+        asset: TaskAsset | None = None,
     ):
         self.endpoint = endpoint
         self.lambdas_dir = lambdas_dir
         # Where a processor outside lambdas/ can be found (tests); a deployed
         # function would carry it in its asset instead.
         self.extra_pythonpath = extra_pythonpath
+        self.asset = asset
         self.log_dir = log_dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # Each invocation's working folder, under the cloud's own folder when
@@ -87,10 +108,19 @@ class LambdaRunner:
             "PYTHONPATH": os.pathsep.join([str(self.lambdas_dir), *self.extra_pythonpath]),
             "PYTHONUNBUFFERED": "1",
         }
+        if self.asset is not None:
+            # The asset alone, as Lambda puts /var/task on sys.path; PYTHONSAFEPATH
+            # (-P) reaches the processor host's own processes too.
+            env.update({"PYTHONPATH": os.pathsep.join(self.asset.path), "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"})
         env.update({k: str(v) for k, v in invocation.environment.items()})
         # No X-Ray daemon here: tracing would only fail to send.
         env["POWERTOOLS_TRACE_DISABLED"] = "true"
         return env
+
+    def _bootstrap(self) -> list[str]:
+        if self.asset is None:
+            return [sys.executable, "-m", "s3wq.dev.localcloud.invoke"]
+        return [self.asset.python, "-P", str(INVOKE_SCRIPT)]
 
     def invoke(self, invocation: Invocation, event: bytes) -> Outcome:
         """Run the handler, once a slot is free; an unhandled error or a timeout comes back as Lambda reports them."""
@@ -111,9 +141,7 @@ class LambdaRunner:
                 try:
                     proc = subprocess.Popen(
                         [
-                            sys.executable,
-                            "-m",
-                            "s3wq.dev.localcloud.invoke",
+                            *self._bootstrap(),
                             invocation.handler,
                             str(invocation.timeout),
                             str(result_file),
@@ -143,6 +171,10 @@ class LambdaRunner:
                 return Outcome(json.dumps(error).encode(), True)
             outcome = json.loads(result_file.read_text(encoding="utf-8"))
         if "error" in outcome:
+            # Lambda logs an unhandled error too: an asynchronous invocation (an S3 event) has no caller to read it.
+            with open(log_path, "a", encoding="utf-8") as log:
+                error = outcome["error"]
+                log.write(f"[ERROR] {error.get('errorType')}: {error.get('errorMessage')}\n{''.join(error.get('stackTrace') or [])}")
             return Outcome(json.dumps(outcome["error"]).encode(), True)
         return Outcome(json.dumps(outcome["result"]).encode(), False)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from s3wq.dev.local_s3 import dispatch_without_rescanning, serialized_writes
-from s3wq.dev.localcloud.runner import Invocation, LambdaRunner
+from s3wq.dev.localcloud.runner import Invocation, LambdaRunner, TaskAsset
 
 REPO_LAMBDAS_DIR = Path(__file__).resolve().parents[3]
 
@@ -161,7 +161,14 @@ def with_account_settings(app: Any) -> Any:
     return application
 
 
-def serve(host: str, port: int, log_dir: Path, extra_pythonpath: tuple[str, ...] = (), scratch_dir: Path | None = None) -> None:
+def serve(
+    host: str,
+    port: int,
+    log_dir: Path,
+    extra_pythonpath: tuple[str, ...] = (),
+    scratch_dir: Path | None = None,
+    asset: TaskAsset | None = None,
+) -> None:
     os.environ["MOTO_PORT"] = str(port)  # where moto's Step Functions engine calls Lambda
     from moto.core.config import default_user_config
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
@@ -176,6 +183,7 @@ def serve(host: str, port: int, log_dir: Path, extra_pythonpath: tuple[str, ...]
             log_dir=log_dir,
             extra_pythonpath=extra_pythonpath,
             scratch_dir=scratch_dir,
+            asset=asset,
         )
     )
     answer_as_step_functions_does()
@@ -192,5 +200,8 @@ if __name__ == "__main__":
     parser.add_argument("--log-dir", type=Path, required=True)
     parser.add_argument("--pythonpath", action="append", default=[], help="extra import path for handlers' processors")
     parser.add_argument("--scratch-dir", type=Path, help="where invocations get their working folders (default: the temp directory)")
+    parser.add_argument("--task-python", help="run the functions with this interpreter, from --task-path alone (an asset)")
+    parser.add_argument("--task-path", action="append", default=[], help="a folder of the asset, in import order (repeatable)")
     options = parser.parse_args()
-    serve(options.host, options.port, options.log_dir, tuple(options.pythonpath), options.scratch_dir)
+    asset = TaskAsset(options.task_python, tuple(options.task_path)) if options.task_python else None
+    serve(options.host, options.port, options.log_dir, tuple(options.pythonpath), options.scratch_dir, asset)

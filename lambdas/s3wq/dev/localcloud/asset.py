@@ -1,0 +1,207 @@
+"""What a processor folder's functions run in the local cloud: the asset ``cdk deploy`` would ship, and an interpreter that sees only it.
+
+``s3wq local demo|up --processor-dir DIR`` builds, for this machine, the asset
+``cdk deploy -c processorDir=DIR`` builds for Lambda: ``python -m
+infra.bundling --host`` (s3wq's pinned requirements and the folder's in one pip
+resolve, the runtime less the tools, the folder's files at the root). The
+functions then run it the way Lambda runs /var/task: in a venv made without
+pip or site-packages, with PYTHONPATH the asset alone. A package that the dev
+venv holds and the folder does not require fails here as it would on Lambda.
+
+pip is the slow part, so its output is cached, keyed by everything it depends
+on: both requirement files, the Python version and architecture, and
+infra/bundling.py (the rules). The modules, s3wq's runtime and the folder's
+files, are copied fresh at every deploy, so editing them needs no pip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from s3wq.dev.localcloud.runner import TaskAsset
+from s3wq.errors import BadInput
+
+REPO_ROOT = Path(__file__).resolve().parents[4]
+RUNTIME_DIR = REPO_ROOT / "lambdas" / "s3wq"
+BUNDLING = REPO_ROOT / "infra" / "bundling.py"
+S3WQ_REQUIREMENTS = REPO_ROOT / "requirements.txt"
+# Where the pip part is kept between local clouds (default: the cloud's own folder, removed with it).
+CACHE_ENV = "S3WQ_LOCAL_ASSET_CACHE"
+_COMPLETE = ".complete"
+_UNSHIPPED = "unshipped.json"
+
+# Run from the repository's root in a subprocess: the checks `cdk deploy` makes, without importing the CDK.
+_CHECK = """
+import json, sys
+from infra.processor_source import ProcessorSource, ProcessorSourceError
+try:
+    source = ProcessorSource.open(sys.argv[1], spec=sys.argv[2])
+except ProcessorSourceError as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(2)
+requirements = source.requirements
+print(json.dumps({"directory": str(source.directory), "files": [f.as_posix() for f in source.files()],
+                  "requirements": None if requirements is None else str(requirements)}))
+"""
+
+
+@dataclass(frozen=True)
+class ProcessorFolder:
+    """A processor folder checked as ``cdk deploy`` checks it: its files and its requirements, if it has any."""
+
+    directory: Path
+    spec: str
+    files: tuple[str, ...]
+    requirements: Path | None
+
+    @classmethod
+    def check(cls, directory: str | Path, spec: str) -> ProcessorFolder:
+        """Raise BadInput naming the problem in one line (a missing folder or module, an s3wq shadow, a link outside)."""
+        if not BUNDLING.is_file():
+            raise BadInput("--processor-dir needs s3wq's source tree (infra/ beside lambdas/), as the local cloud does")
+        result = subprocess.run(
+            [sys.executable, "-c", _CHECK, str(directory), spec], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            # Its words are the CDK context's (processorDir); here the flag is --processor-dir.
+            message = (result.stderr.strip().splitlines() or ["the processor folder could not be checked"])[-1]
+            raise BadInput(message.replace("processorDir", "--processor-dir", 1))
+        found = json.loads(result.stdout)
+        requirements = None if found["requirements"] is None else Path(found["requirements"])
+        return cls(Path(found["directory"]), spec, tuple(found["files"]), requirements)
+
+
+def build_task_asset(folder: ProcessorFolder, *, into: Path, cache: Path) -> TaskAsset:
+    """The asset for ``folder`` under ``into`` (its modules, fresh) and ``cache`` (its requirements and the interpreter, reused)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    requirements = _requirements(folder, cache)
+    code = into / "task"
+    if code.exists():
+        shutil.rmtree(code)
+    unshipped = set(json.loads((requirements / _UNSHIPPED).read_text()))
+    _copy_runtime(code / "s3wq", unshipped)
+    for relative in folder.files:
+        destination = code / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder.directory / relative, destination)
+    # The modules first, then their requirements: a file of the folder wins over a package's, as at the asset's root.
+    return TaskAsset(python=str(_bare_python(cache)), path=(str(code), str(requirements / "site")))
+
+
+def _requirements_key(folder: ProcessorFolder) -> str:
+    digest = hashlib.sha256()
+    for path in (S3WQ_REQUIREMENTS, folder.requirements, BUNDLING):
+        digest.update(b"\0" + (path.read_bytes() if path is not None else b""))
+    digest.update(f"{sys.version_info.major}.{sys.version_info.minor}-{os.uname().machine}".encode())
+    return digest.hexdigest()[:20]
+
+
+def _requirements(folder: ProcessorFolder, cache: Path) -> Path:
+    """``cache/requirements-KEY``: ``site/``, what pip installed for the asset, and what of s3wq's runtime the asset leaves out."""
+    entry = cache / f"requirements-{_requirements_key(folder)}"
+    if (entry / _COMPLETE).exists():
+        return entry
+    partial = Path(tempfile.mkdtemp(prefix=f"{entry.name}-", dir=cache))
+    try:
+        site = partial / "site"
+        command = [sys.executable, "-m", "infra.bundling", "--target", str(site), "--host"]
+        command += ["--processor-dir", str(folder.directory), "--processor", folder.spec]
+        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise BadInput(f"the asset for --processor-dir {folder.directory} could not be built: {_pip_error(result.stderr)}")
+        # The modules come fresh at every deploy: here only what pip installed stays.
+        (partial / _UNSHIPPED).write_text(json.dumps(sorted(_left_out(RUNTIME_DIR, site / "s3wq"))))
+        shutil.rmtree(site / "s3wq")
+        for relative in folder.files:
+            (site / relative).unlink(missing_ok=True)
+        _remove_empty_folders(site)
+        (partial / _COMPLETE).touch()
+        try:
+            partial.rename(entry)
+        except OSError:  # another deploy built the same entry first: use that one
+            pass
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return entry
+
+
+def _pip_error(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.lstrip("b'").startswith("!!")]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    return (errors or lines or ["pip failed"])[-1]
+
+
+def _left_out(source: Path, shipped: Path) -> set[str]:
+    """The paths under ``source`` the asset does not hold (each folder named once, not its files), caches aside."""
+    missing = set()
+    for root, dirs, names in os.walk(source):
+        here = Path(root)
+        relative = here.relative_to(source)
+        for name in [*dirs, *names]:
+            if name == "__pycache__" or name.endswith(".pyc"):
+                continue
+            if not (shipped / relative / name).exists():
+                missing.add((relative / name).as_posix())
+        dirs[:] = [d for d in dirs if (relative / d).as_posix() not in missing and d != "__pycache__"]
+    return missing
+
+
+def _copy_runtime(target: Path, unshipped: set[str]) -> None:
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        where = Path(directory).relative_to(RUNTIME_DIR)
+        return {n for n in names if n == "__pycache__" or n.endswith(".pyc") or (where / n).as_posix() in unshipped}
+
+    shutil.copytree(RUNTIME_DIR, target, ignore=ignore)
+
+
+def _remove_empty_folders(root: Path) -> None:
+    for here, dirs, names in os.walk(root, topdown=False):
+        if here != str(root) and not dirs and not names:
+            Path(here).rmdir()
+
+
+def _bare_python(cache: Path) -> Path:
+    """A venv made without pip: Python's standard library and nothing else, as Lambda's runtime has it before the asset."""
+    venv = cache / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    python = venv / "bin" / "python"
+    if python.exists():
+        return python
+    partial = Path(tempfile.mkdtemp(prefix=f"{venv.name}-", dir=cache))
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(partial / "venv")], check=True, capture_output=True)
+        try:
+            (partial / "venv").rename(venv)
+        except OSError:  # made by another deploy meanwhile
+            pass
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return python
+
+
+# Run by the asset's interpreter: the processor loaded as the worker's processor host loads it.
+_LOAD = """
+import sys
+from s3wq.errors import ProcessorNotFound
+from s3wq.processors import load_processor
+try:
+    load_processor(sys.argv[1])
+except ProcessorNotFound as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def check_loads(asset: TaskAsset, spec: str) -> None:
+    """Raise BadInput naming the problem when ``spec`` does not load from ``asset`` (a function misspelt, a requirement missing)."""
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(asset.path), "PYTHONSAFEPATH": "1"}
+    result = subprocess.run([asset.python, "-c", _LOAD, spec], env=env, capture_output=True, text=True, check=False, cwd=asset.path[0])
+    if result.returncode != 0:
+        raise BadInput((result.stderr.strip().splitlines() or [f"processor {spec!r} does not load from its asset"])[-1])
