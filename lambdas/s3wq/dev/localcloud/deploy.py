@@ -215,18 +215,27 @@ def deploy(template: dict, *, endpoint: str, bucket_name: str, stack_name: str =
     return stack
 
 
+def _handler_of(props: dict) -> str | None:
+    """The s3wq handler a function runs: its Handler, or for a container-image function its ImageConfig's Command."""
+    handler = props.get("Handler") or next(iter(props.get("ImageConfig", {}).get("Command") or []), None)
+    return handler if handler and str(handler).startswith("s3wq.handlers.") else None
+
+
 def _create_functions(lambda_client: Any, resources: dict, stack: LocalStack, resolve: _Resolver, role_arn: str) -> None:
-    for logical, resource in resources.items():
-        if resource["Type"] != "AWS::Lambda::Function":
-            continue
-        props = resource["Properties"]
-        if "Handler" not in props or not str(props["Handler"]).startswith("s3wq.handlers."):
+    functions = {logical: r["Properties"] for logical, r in resources.items() if r["Type"] == "AWS::Lambda::Function"}
+    # An image function names no runtime: its base image is the one the zip functions name (infra/image_recipe.py).
+    runtime = next(props["Runtime"] for props in functions.values() if "Runtime" in props and _handler_of(props))
+    for logical, props in functions.items():
+        handler = _handler_of(props)
+        if handler is None:
             continue  # CDK's own helpers (the notifications handler): their work is done here directly
+        # A container-image worker runs here as the zip it would be: its handler from lambdas/, or from the
+        # processor folder's asset (asset.py), which holds the files its image recipe copies.
         lambda_client.create_function(
             FunctionName=stack.names[logical],
-            Runtime=props["Runtime"],
+            Runtime=props.get("Runtime", runtime),
             Role=role_arn,
-            Handler=props["Handler"],
+            Handler=handler,
             Code={"ZipFile": _placeholder_zip()},
             Timeout=int(props.get("Timeout", 3)),
             MemorySize=int(props.get("MemorySize", 128)),
