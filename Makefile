@@ -21,7 +21,7 @@ LOCALSTACK_PYTHON ?= $(shell command -v pyenv >/dev/null 2>&1 && v=$$(pyenv late
 LOCALSTACK_TESTS := tests/integration/test_backend_contract.py tests/integration/test_drain.py \
 	tests/integration/test_populate_concurrency.py tests/integration/test_requeue_races.py
 
-.PHONY: install demo lint test test-localstack synth clean
+.PHONY: install demo lint test test-localstack synth clean ocr-venv
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,11 @@ $(LOCALSTACK_STAMP): requirements-localstack.txt
 	$(LOCALSTACK_VENV)/bin/python -m pip check
 	touch $(LOCALSTACK_STAMP)
 
+# s3wq with the ocr extra at the tested versions (requirements-ocr.txt), in a venv of its own:
+# .venv stays light. The OCR tests build the same venv (bench/ocr_venv.py).
+ocr-venv:
+	$(PYTHON) bench/ocr_venv.py
+
 synth: install
 	npx cdk synth --quiet
 
@@ -67,4 +72,4 @@ test-localstack: $(STAMP) $(LOCALSTACK_STAMP)
 		$(BIN)/python -m pytest $(LOCALSTACK_TESTS) -k "not local"
 
 clean:
-	rm -rf $(VENV) $(LOCALSTACK_VENV) node_modules cdk.out .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LOCALSTACK_VENV) .venv-ocr node_modules cdk.out .pytest_cache .hypothesis

@@ -57,13 +57,15 @@ other RapidOCR setting.
 Peak RSS is the process's high-water mark (VmHWM) after the text layer, after
 the engine's load and at the end.
 
-Runs in its own venv, never the project's:
+Runs in the OCR venv, never the project's: ``.venv-ocr/``, with the pins
+the ``ocr`` processor is tested and deployed with (the OCR tests build the
+same venv):
 
-    python3 -m venv bench/.ocr-venv
-    bench/.ocr-venv/bin/pip install -r bench/requirements-ocr.txt
-    bench/.ocr-venv/bin/python bench/ocr.py > ocr.json
-    bench/.ocr-venv/bin/python bench/ocr.py --pages 10 --text-pages 1000
-    bench/.ocr-venv/bin/python bench/ocr.py --dpi 300 --render-dpi 150,200,300 --conditions clean,blur,jpeg
+    python3 -m venv .venv-ocr
+    .venv-ocr/bin/pip install -r requirements.txt -r requirements-ocr.txt
+    .venv-ocr/bin/python bench/ocr.py > ocr.json
+    .venv-ocr/bin/python bench/ocr.py --pages 10 --text-pages 1000
+    .venv-ocr/bin/python bench/ocr.py --dpi 300 --render-dpi 150,200,300 --conditions clean,blur,jpeg
 """
 
 from __future__ import annotations
@@ -85,12 +87,12 @@ from typing import Any
 
 from common import REPO_ROOT, emit, machine, peak_rss_mb, positive_ints, target
 
-INSTALL = "python3 -m venv bench/.ocr-venv && bench/.ocr-venv/bin/pip install -r bench/requirements-ocr.txt"
+INSTALL = "python3 -m venv .venv-ocr && .venv-ocr/bin/pip install -r requirements.txt -r requirements-ocr.txt"
 np = onnxruntime = pypdf = pdfium = Image = ImageDraw = ImageFilter = ImageFont = RapidOCR = None  # see load_engine_modules
 
 
 def load_engine_modules() -> None:
-    """Import the OCR stack, which only bench/.ocr-venv has (after --help, so that works anywhere)."""
+    """Import the OCR stack, which only .venv-ocr has (after --help, so that works anywhere)."""
     global np, onnxruntime, pypdf, pdfium, Image, ImageDraw, ImageFilter, ImageFont, RapidOCR
     try:
         import numpy as np

@@ -38,21 +38,25 @@ TIMEOUT_SECONDS = 120
 
 
 def first_hour_block(readme: str) -> str:
-    """The body of the fenced ``sh`` block that directly follows the marker line."""
+    return readme_block(readme, MARKER)
+
+
+def readme_block(readme: str, marker: str) -> str:
+    """The body of the fenced ``sh`` block that directly follows the line ``marker``."""
     lines = readme.splitlines()
-    marks = [n for n, line in enumerate(lines) if line.strip() == MARKER]
+    marks = [n for n, line in enumerate(lines) if line.strip() == marker]
     if len(marks) != 1:
-        pytest.fail(f"README.md must have exactly one line {MARKER!r} before the quick start's sh block; found {len(marks)}")
+        pytest.fail(f"README.md must have exactly one line {marker!r} before its sh block; found {len(marks)}")
     rest = lines[marks[0] + 1 :]
     if not rest or rest[0].strip() != "```sh":
-        pytest.fail(f"the line after {MARKER!r} in README.md must open a ```sh block, got {rest[:1]!r}")
+        pytest.fail(f"the line after {marker!r} in README.md must open a ```sh block, got {rest[:1]!r}")
     try:
         end = next(n for n, line in enumerate(rest[1:], start=1) if line.strip() == "```")
     except StopIteration:
-        pytest.fail(f"the ```sh block after {MARKER!r} in README.md is never closed")
+        pytest.fail(f"the ```sh block after {marker!r} in README.md is never closed")
     body = "\n".join(rest[1:end]) + "\n"
     if not body.strip():
-        pytest.fail(f"the ```sh block after {MARKER!r} in README.md is empty")
+        pytest.fail(f"the ```sh block after {marker!r} in README.md is empty")
     return body
 
 

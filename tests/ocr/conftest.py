@@ -1,73 +1,42 @@
-"""The OCR tests' own venv, ``.venv-ocr/`` at the repo root: the heavy ``ocr`` extra is installed there only, never in .venv.
+"""The OCR tests run in ``.venv-ocr/`` at the repo root: the heavy ``ocr`` extra is installed there only, never in .venv.
 
-It is built from requirements.txt and requirements-ocr.txt with pip, from
-the package registry (CI gets it this way too), and reused while its stamp
-matches those files. pytest-xdist's workers take turns under a file lock, so
-one builds and the others find it built. A failed build fails the tests that
-need it in one line; it never turns into a skip.
+bench/ocr_venv.py builds it (as ``make ocr-venv`` does) from
+requirements.txt and requirements-ocr.txt with pip, from the package
+registry (CI gets it this way too), and reuses it while its stamp matches
+those files. A failed build fails the tests that need it in one line; it
+never turns into a skip.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
+import importlib.util
 import json
 import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-OCR_VENV = REPO_ROOT / ".venv-ocr"
-REQUIREMENTS = (REPO_ROOT / "requirements.txt", REPO_ROOT / "requirements-ocr.txt")
 HERE = Path(__file__).resolve().parent
-PIP_TIMEOUT = 900
 
 
-def requirements_stamp() -> str:
-    digest = hashlib.sha256(f"python {sys.version_info[:2]}\n".encode())
-    for path in REQUIREMENTS:
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def _build(python: Path) -> None:
-    subprocess.run([sys.executable, "-m", "venv", str(OCR_VENV)], check=True, capture_output=True, text=True)
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run(
-        [*pip, *(arg for path in REQUIREMENTS for arg in ("-r", str(path)))],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=PIP_TIMEOUT,
-    )
+def _ocr_venv_module():
+    spec = importlib.util.spec_from_file_location("ocr_venv", REPO_ROOT / "bench" / "ocr_venv.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")
 def ocr_python() -> Path:
-    """The Python of .venv-ocr/, built (or rebuilt, when a requirement file changed) if need be."""
-    OCR_VENV.mkdir(exist_ok=True)
-    python = OCR_VENV / "bin" / "python"
-    stamp = OCR_VENV / ".installed"
-    with open(OCR_VENV / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        wanted = requirements_stamp()
-        if python.exists() and stamp.exists() and stamp.read_text() == wanted:
-            return python
-        started = time.perf_counter()
-        try:
-            _build(python)
-        except subprocess.CalledProcessError as exc:
-            last = (exc.stderr or "").strip().splitlines()[-1:] or [f"exit {exc.returncode}"]
-            pytest.fail(f"could not build .venv-ocr (pip needs the package registry): {last[0]}", pytrace=False)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"could not build .venv-ocr: pip took more than {PIP_TIMEOUT} s", pytrace=False)
-        stamp.write_text(wanted)
-        (OCR_VENV / ".build-seconds").write_text(f"{time.perf_counter() - started:.1f}\n")
-        return python
+    """The Python of .venv-ocr/ (bench/ocr_venv.py, what ``make ocr-venv`` runs), built if need be."""
+    ocr_venv = _ocr_venv_module()
+    try:
+        return ocr_venv.ensure()
+    except ocr_venv.BuildFailed as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 def ocr_env(**extra: str) -> dict[str, str]:

@@ -128,3 +128,39 @@ def image_pdf(images: list[Any], dpi: int) -> bytes:
 def make_scan_pdf(pages: list[list[str]], *, dpi: int = 200, points: int = 12) -> bytes:
     """A scanned PDF: one page of pixels per list of lines, with no text layer."""
     return image_pdf([draw_scan(lines, dpi=dpi, points=points) for lines in pages], dpi)
+
+
+# What `python -m s3wq.dev.samples DIR` writes: a folder of scans to try the ocr processor on (README.md).
+SAMPLE_SCANS = {
+    "letter.pdf": [
+        ["Dear members of the records office,", "the archive boxes arrived on Monday."],
+        ["Box 14 holds the minutes of 1987.", "Please scan them before the summer."],
+    ],
+    "receipt.png": [["Receipt 2041: 3 boxes, 42.50 EUR", "Paid in cash at the front desk"]],
+}
+
+
+def write_sample_scans(folder: Path) -> list[Path]:
+    """Write SAMPLE_SCANS into ``folder`` (a two-page scanned PDF and a PNG of a scan); their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, pages in SAMPLE_SCANS.items():
+        path = folder / name
+        if name.endswith(".pdf"):
+            path.write_bytes(make_scan_pdf(pages))
+        else:
+            draw_scan(pages[0], inches=(8.5, 2.5)).save(path, dpi=(200, 200))
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        asked = sys.argv[1:] in (["-h"], ["--help"])
+        usage = "usage: python -m s3wq.dev.samples FOLDER  (writes sample scans with known text; needs Pillow: the ocr extra)"
+        print(usage, file=sys.stdout if asked else sys.stderr)
+        sys.exit(0 if asked else 2)
+    for path in write_sample_scans(Path(sys.argv[1])):
+        print(path)
