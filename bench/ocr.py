@@ -2,9 +2,12 @@
 
 Engine: RapidOCR 3.10 on onnxruntime, with the models its wheel ships
 (PP-OCRv6 detection and recognition, the v2 angle classifier); nothing is
-downloaded at run time. Scans reach it as a PDF page rendered by pypdfium2,
-as the ``ocr`` processor will read them; one condition also feeds the PNG
-image itself, without a PDF.
+downloaded at run time. It is built with the ``ocr`` processor's own
+settings (``s3wq.processors.ocr.engine.ENGINE_PARAMS``: one thread,
+detection on the long side at 1280 px, onnxruntime's memory arena on);
+``--param`` changes any of them. Scans reach it as a PDF page rendered by
+pypdfium2, as the ``ocr`` processor reads them; one condition also feeds the
+PNG image itself, without a PDF.
 
 Pages with known text: Pillow draws US-letter pages at 150, 200 and 300 dpi
 with the machine's DejaVu fonts (Sans and Serif, alternating by page), in
@@ -87,7 +90,7 @@ from typing import Any
 
 from common import REPO_ROOT, emit, machine, peak_rss_mb, positive_ints, target
 
-INSTALL = "python3 -m venv .venv-ocr && .venv-ocr/bin/pip install -r requirements.txt -r requirements-ocr.txt"
+INSTALL = "make ocr-venv, then .venv-ocr/bin/python bench/ocr.py"
 np = onnxruntime = pypdf = pdfium = Image = ImageDraw = ImageFilter = ImageFont = RapidOCR = None  # see load_engine_modules
 
 
@@ -282,13 +285,15 @@ def measure_text_layer(pages: int, seed: int) -> dict:
     }
 
 
+def engine_params(overrides: dict[str, Any]) -> dict[str, Any]:
+    """The ocr processor's own settings (one thread, its detection size), then ``--param``'s over them."""
+    from s3wq.processors.ocr.engine import ENGINE_PARAMS
+
+    return {**ENGINE_PARAMS, "Global.log_level": "warning", **overrides}
+
+
 def make_engine(overrides: dict[str, Any]) -> RapidOCR:
-    params: dict[str, Any] = {
-        "Global.log_level": "warning",
-        "EngineConfig.onnxruntime.intra_op_num_threads": 1,
-        "EngineConfig.onnxruntime.inter_op_num_threads": 1,
-        **overrides,
-    }
+    params = engine_params(overrides)
     engine = RapidOCR(params=params)
     import cv2  # rapidocr's own dependency, loaded by now
 
@@ -384,7 +389,7 @@ def engine_description(overrides: dict[str, Any], load_s: float) -> dict:
         "models": sorted(p.name for p in models.glob("*.onnx")),
         "onnxruntime_providers": onnxruntime.get_available_providers(),
         "threads": "OMP_NUM_THREADS=1; onnxruntime intra_op_num_threads=1, inter_op_num_threads=1; cv2.setNumThreads(1)",
-        "params_over_rapidocr_defaults": overrides,
+        "params_over_rapidocr_defaults": engine_params(overrides),
         "load_and_warm_up_s": round(load_s, 2),
     }
 
@@ -454,7 +459,8 @@ def main() -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a RapidOCR parameter over its config.yaml, repeatable (e.g. Det.limit_side_len=960, Global.max_side_len=2000)",
+        help="a RapidOCR parameter over the ocr processor's (s3wq.processors.ocr.engine.ENGINE_PARAMS), repeatable "
+        "(e.g. Det.limit_side_len=1600; Det.limit_type=min Det.limit_side_len=736 for RapidOCR's own)",
     )
     parser.add_argument("--seed", type=int, default=21)
     args = parser.parse_args()
