@@ -93,15 +93,18 @@ def install_requirements(target: Path, requirement_files: list[Path], *, archite
         )
 
 
-def build(target: Path, *, architecture: str, python_version: str, processor: ProcessorSource | None = None) -> None:
+def build(
+    target: Path, *, architecture: str, python_version: str, processor: ProcessorSource | None = None, extra: tuple[Path, ...] = ()
+) -> None:
     """Install the pinned requirements for Lambda into ``target`` and copy the runtime (handlers included) beside them.
 
     With a ``processor`` folder, its requirements join s3wq's in the same pip
     resolve and its files go to the asset's root, where Lambda's ``sys.path``
     finds them. botocore then keeps every service's model: the processor may
-    call any AWS service.
+    call any AWS service. ``extra``: more pinned files for the same resolve (a
+    built-in's extra, requirements-ocr.txt, as its worker image installs it).
     """
-    extra = [processor.requirements] if processor is not None and processor.requirements is not None else []
+    extra = (*extra, *([processor.requirements] if processor is not None and processor.requirements is not None else []))
     install_requirements(target, [REQUIREMENTS, *extra], architecture=architecture, python_version=python_version)
     copy_sources(target, processor=processor)
     prune(target, keep_all_services=processor is not None)
@@ -152,7 +155,7 @@ def lambda_code(*, runtime: lambda_.Runtime, architecture: str, bundle: bool) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m infra.bundling --target DIR [--processor-dir D --processor mod:fn] [--host]``: build an asset folder.
+    """``python -m infra.bundling --target DIR [--processor-dir D --processor mod:fn] [--requirements F] [--host]``: build an asset folder.
 
     The local cloud builds its functions' asset this way for this machine
     (``--host``), so a processor runs there with what the asset carries.
@@ -165,13 +168,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", required=True, type=Path, help="an empty folder to build into")
     parser.add_argument("--processor-dir", type=Path, help="a processor folder to ship beside s3wq")
     parser.add_argument("--processor", help="module:function in --processor-dir")
+    parser.add_argument("--requirements", type=Path, action="append", default=[], help="a pinned file to install too (a built-in's extra)")
     parser.add_argument("--architecture", default="arm64", choices=sorted(_PLATFORMS))
     parser.add_argument("--host", action="store_true", help="for this machine's architecture and Python, not Lambda's")
     args = parser.parse_args(argv)
     architecture, python_version = host_platform() if args.host else (args.architecture, RUNTIME.name.removeprefix("python"))
     try:
         processor = None if args.processor_dir is None else ProcessorSource.open(args.processor_dir, spec=args.processor or "")
-        build(args.target, architecture=architecture, python_version=python_version, processor=processor)
+        build(args.target, architecture=architecture, python_version=python_version, processor=processor, extra=tuple(args.requirements))
     except (ValueError, AssetBuildError) as exc:
         print(f"infra.bundling: error: {exc}", file=sys.stderr)
         return 2

@@ -46,16 +46,22 @@ def cmd_local_demo(args: argparse.Namespace) -> int:
 
 
 def _processor(args: argparse.Namespace) -> dict[str, Any]:
-    """Where the functions find the processor: the checked ``--processor-dir`` (its asset), or the current directory.
+    """Where the functions find the processor: its asset (a checked ``--processor-dir``, or a built-in's extra), or the current directory.
+
+    A built-in that needs an extra (``--processor ocr``) runs from the asset
+    its worker image would carry, so this venv needs no extra.
 
     Checked before anything starts, so a typo fails here, not inside a
-    Lambda. A folder's module is not imported here: its requirements are in
-    its asset, not in this venv.
+    Lambda. A folder's module or an extra's is not imported here: its
+    requirements are in its asset, not in this venv.
     """
-    if args.processor_dir is not None:
-        from s3wq.dev.localcloud.asset import ProcessorFolder
+    from s3wq.dev.localcloud.asset import BuiltinExtra, ProcessorFolder
 
-        return {"processor_folder": ProcessorFolder.check(args.processor_dir, args.processor)}
+    if args.processor_dir is not None:
+        return {"asset_source": ProcessorFolder.check(args.processor_dir, args.processor)}
+    extra = BuiltinExtra.find(args.processor)
+    if extra is not None:
+        return {"asset_source": extra}
     path = _processor_path()
     load_processor(args.processor)
     return {"extra_pythonpath": path}

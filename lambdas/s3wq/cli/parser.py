@@ -332,7 +332,9 @@ def _add_local(sub) -> None:
         "Deploy into a local cloud, upload samples and a manifest, and let the S3 event run the job end to end.",
         "s3wq local demo --workers 8 --inputs 80 --group-size 2",
     )
-    p.add_argument("--inputs", type=positive_int, default=40, help="sample inputs, text files and PDFs (default 40)")
+    p.add_argument(
+        "--inputs", type=positive_int, default=40, help="sample inputs, text files and PDFs, and scans for --processor ocr (default 40)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON summary")
     p.set_defaults(func=cmd_local_demo)
     p = _local_command(local_sub, "up", "Start a local cloud with the stack deployed and keep it running.", "s3wq local up --port 4566")
@@ -346,7 +348,11 @@ def _local_command(local_sub, name: str, help_: str, example: str) -> argparse.A
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log what the local cloud does")
     p.add_argument("--workers", type=positive_int, default=4, help="worker Lambdas the execution runs (default 4)")
     p.add_argument("--group-size", type=positive_int, default=2, help="paths per group (default 2)")
-    p.add_argument("--processor", default="text", help="processor (default text)")
+    p.add_argument(
+        "--processor",
+        default="text",
+        help="processor (default text); ocr runs the worker with what its container image carries, built for this machine (pip)",
+    )
     p.add_argument(
         "--processor-dir",
         metavar="DIR",

@@ -1,4 +1,4 @@
-"""What a processor folder's functions run in the local cloud: the asset ``cdk deploy`` would ship, and an interpreter that sees only it.
+"""What a processor folder's or an extra's functions run in the local cloud: what ``cdk deploy`` would ship, and an interpreter that sees only it.
 
 ``s3wq local demo|up --processor-dir DIR`` builds, for this machine, the asset
 ``cdk deploy -c processorDir=DIR`` builds for Lambda: ``python -m
@@ -7,6 +7,12 @@ resolve, the runtime less the tools, the folder's files at the root). The
 functions then run it the way Lambda runs /var/task: in a venv made without
 pip or site-packages, with PYTHONPATH the asset alone. A package that the dev
 venv holds and the folder does not require fails here as it would on Lambda.
+
+A built-in processor that needs an extra (``--processor ocr``) deploys its
+worker as a container image whose recipe installs s3wq's requirements and the
+extra's pinned file (``PROCESSOR_PROFILES`` in infra/settings.py says which).
+Here the same files go through the same build, with no folder: the worker
+runs with what its image would carry, however light the dev venv is.
 
 pip is the slow part, so its output is cached, keyed by everything it depends
 on: both requirement files, the Python version and architecture, and
@@ -28,6 +34,7 @@ from pathlib import Path
 
 from s3wq.dev.localcloud.runner import TaskAsset
 from s3wq.errors import BadInput
+from s3wq.processors.loading import EXTRA_PROCESSORS
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 RUNTIME_DIR = REPO_ROOT / "lambdas" / "s3wq"
@@ -65,8 +72,7 @@ class ProcessorFolder:
     @classmethod
     def check(cls, directory: str | Path, spec: str) -> ProcessorFolder:
         """Raise BadInput naming the problem in one line (a missing folder or module, an s3wq shadow, a link outside)."""
-        if not BUNDLING.is_file():
-            raise BadInput("--processor-dir needs s3wq's source tree (infra/ beside lambdas/), as the local cloud does")
+        _need_source_tree("--processor-dir")
         result = subprocess.run(
             [sys.executable, "-c", _CHECK, str(directory), spec], cwd=REPO_ROOT, capture_output=True, text=True, check=False
         )
@@ -78,49 +84,109 @@ class ProcessorFolder:
         requirements = None if found["requirements"] is None else Path(found["requirements"])
         return cls(Path(found["directory"]), spec, tuple(found["files"]), requirements)
 
+    @property
+    def label(self) -> str:
+        return f"--processor-dir {self.directory}"
 
-def build_task_asset(folder: ProcessorFolder, *, into: Path, cache: Path) -> TaskAsset:
-    """The asset for ``folder`` under ``into`` (its modules, fresh) and ``cache`` (its requirements and the interpreter, reused)."""
+    def bundling_args(self) -> list[str]:
+        return ["--processor-dir", str(self.directory), "--processor", self.spec]
+
+    def deploy_context(self) -> dict[str, str]:
+        return {"processor": self.spec, "processorDir": str(self.directory)}
+
+
+# Run from the repository's root: the pinned file a built-in's worker image installs, from the one table that says it.
+_PROFILE = """
+import sys
+from infra.settings import PROCESSOR_PROFILES
+profile = PROCESSOR_PROFILES.get(sys.argv[1])
+print("" if profile is None else profile.requirements_file)
+"""
+
+
+@dataclass(frozen=True)
+class BuiltinExtra:
+    """A built-in processor whose extra only its worker image carries (``ocr``): s3wq's runtime and requirements, and the extra's pins."""
+
+    spec: str
+    requirements: Path
+    files: tuple[str, ...] = ()  # no folder: nothing of the user's at the asset's root
+
+    @classmethod
+    def find(cls, spec: str) -> BuiltinExtra | None:
+        """The extra ``spec`` needs, or None for every other processor (no subprocess then: the default path stays as it is)."""
+        if spec not in EXTRA_PROCESSORS:
+            return None
+        _need_source_tree(f"--processor {spec}")
+        result = subprocess.run([sys.executable, "-c", _PROFILE, spec], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise BadInput(f"--processor {spec}: infra/settings.py could not be read: {_error_line(result.stderr)}")
+        name = result.stdout.strip()
+        if not name:
+            raise BadInput(f"--processor {spec}: infra/settings.py names no requirements for its extra (PROCESSOR_PROFILES)")
+        return cls(spec, REPO_ROOT / name)
+
+    @property
+    def label(self) -> str:
+        return f"--processor {self.spec} ({self.requirements.name})"
+
+    def bundling_args(self) -> list[str]:
+        return ["--requirements", str(self.requirements)]
+
+    def deploy_context(self) -> dict[str, str]:
+        return {"processor": self.spec}
+
+
+# What the local cloud runs its functions from, when not from lambdas/ and the dev venv.
+AssetSource = ProcessorFolder | BuiltinExtra
+
+
+def _need_source_tree(flag: str) -> None:
+    if not BUNDLING.is_file():
+        raise BadInput(f"{flag} needs s3wq's source tree (infra/ beside lambdas/), as the local cloud does")
+
+
+def build_task_asset(source: AssetSource, *, into: Path, cache: Path) -> TaskAsset:
+    """The asset for ``source`` under ``into`` (its modules, fresh) and ``cache`` (its requirements and the interpreter, reused)."""
     cache.mkdir(parents=True, exist_ok=True)
-    requirements = _requirements(folder, cache)
+    requirements = _requirements(source, cache)
     code = into / "task"
     if code.exists():
         shutil.rmtree(code)
     unshipped = set(json.loads((requirements / _UNSHIPPED).read_text()))
     _copy_runtime(code / "s3wq", unshipped)
-    for relative in folder.files:
+    for relative in source.files:  # a BuiltinExtra has none
         destination = code / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder.directory / relative, destination)
-    # The modules first, then their requirements: a file of the folder wins over a package's, as at the asset's root.
+        shutil.copyfile(source.directory / relative, destination)
+    # The modules first, then their requirements: a file of a processor folder wins over a package's, as at the asset's root.
     return TaskAsset(python=str(_bare_python(cache)), path=(str(code), str(requirements / "site")))
 
 
-def _requirements_key(folder: ProcessorFolder) -> str:
-    digest = hashlib.sha256()
-    for path in (S3WQ_REQUIREMENTS, folder.requirements, BUNDLING):
+def _requirements_key(source: AssetSource) -> str:
+    digest = hashlib.sha256(type(source).__name__.encode())  # a folder's build keeps botocore whole, an extra's prunes it
+    for path in (S3WQ_REQUIREMENTS, source.requirements, BUNDLING):
         digest.update(b"\0" + (path.read_bytes() if path is not None else b""))
     digest.update(f"{sys.version_info.major}.{sys.version_info.minor}-{os.uname().machine}".encode())
     return digest.hexdigest()[:20]
 
 
-def _requirements(folder: ProcessorFolder, cache: Path) -> Path:
+def _requirements(source: AssetSource, cache: Path) -> Path:
     """``cache/requirements-KEY``: ``site/``, what pip installed for the asset, and what of s3wq's runtime the asset leaves out."""
-    entry = cache / f"requirements-{_requirements_key(folder)}"
+    entry = cache / f"requirements-{_requirements_key(source)}"
     if (entry / _COMPLETE).exists():
         return entry
     partial = Path(tempfile.mkdtemp(prefix=f"{entry.name}-", dir=cache))
     try:
         site = partial / "site"
-        command = [sys.executable, "-m", "infra.bundling", "--target", str(site), "--host"]
-        command += ["--processor-dir", str(folder.directory), "--processor", folder.spec]
+        command = [sys.executable, "-m", "infra.bundling", "--target", str(site), "--host", *source.bundling_args()]
         result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
         if result.returncode != 0:
-            raise BadInput(f"the asset for --processor-dir {folder.directory} could not be built: {_pip_error(result.stderr)}")
+            raise BadInput(f"the asset for {source.label} could not be built: {_error_line(result.stderr)}")
         # The modules come fresh at every deploy: here only what pip installed stays.
         (partial / _UNSHIPPED).write_text(json.dumps(sorted(_left_out(RUNTIME_DIR, site / "s3wq"))))
         shutil.rmtree(site / "s3wq")
-        for relative in folder.files:
+        for relative in source.files:
             (site / relative).unlink(missing_ok=True)
         _remove_empty_folders(site)
         (partial / _COMPLETE).touch()
@@ -133,10 +199,11 @@ def _requirements(folder: ProcessorFolder, cache: Path) -> Path:
     return entry
 
 
-def _pip_error(stderr: str) -> str:
+def _error_line(stderr: str) -> str:
+    """The line of a child's stderr that says what went wrong (pip's last ERROR, else its last line), without the jsii banner."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.lstrip("b'").startswith("!!")]
     errors = [line for line in lines if line.startswith("ERROR:")]
-    return (errors or lines or ["pip failed"])[-1]
+    return (errors or lines or ["it failed and said nothing"])[-1]
 
 
 def _left_out(source: Path, shipped: Path) -> set[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from s3wq.dev.local_s3 import LocalServer
-from s3wq.dev.localcloud.asset import CACHE_ENV, ProcessorFolder, build_task_asset, check_loads
+from s3wq.dev.localcloud.asset import CACHE_ENV, AssetSource, build_task_asset, check_loads
 from s3wq.dev.localcloud.deploy import LocalStack, deploy, synthesize
 from s3wq.dev.localcloud.runner import TaskAsset
 
@@ -23,7 +23,8 @@ class LocalCloud(LocalServer):
     to ``log_dir`` when given, to a new folder of the temp directory that is
     kept with ``keep_logs``, and otherwise to the folder that is removed.
 
-    With a ``processor`` folder, the functions run from the asset built for it
+    With a ``processor`` (a processor folder, or a built-in whose extra its
+    worker image carries), the functions run from the asset built for it
     (:mod:`s3wq.dev.localcloud.asset`), isolated from this process's packages;
     the pip part of that asset is kept in ``asset_cache`` (default: the
     S3WQ_LOCAL_ASSET_CACHE folder, else this cloud's own folder).
@@ -39,7 +40,7 @@ class LocalCloud(LocalServer):
         log_dir: Path | None = None,
         extra_pythonpath: tuple[str, ...] = (),
         keep_logs: bool = False,
-        processor: ProcessorFolder | None = None,
+        processor: AssetSource | None = None,
         asset_cache: Path | None = None,
         check_processor: bool = False,
     ):
@@ -67,7 +68,7 @@ class LocalCloud(LocalServer):
         return [sys.executable, "-m", "s3wq.dev.localcloud.server", "--port", str(self.port), *folders, *extra]
 
     def start(self, timeout: float = 60.0) -> Self:
-        """Build the processor folder's asset first, when there is one: a requirement pip cannot install stops it before the server starts."""
+        """Build the processor's asset first, when there is one: a requirement pip cannot install stops it before the server starts."""
         if self.processor is not None and self.asset is None:
             asset = build_task_asset(self.processor, into=Path(self._tmp.name), cache=self.asset_cache)
             if self.check_processor:
@@ -80,10 +81,10 @@ class LocalCloud(LocalServer):
         return open(self.log_dir / "server.log", "ab")
 
     def deploy(self, context: dict[str, Any] | None = None, *, bucket_name: str = DEFAULT_BUCKET) -> LocalStack:
-        """Synthesize the CDK app with ``context`` (the processor folder's ``processor`` and ``processorDir`` added) and deploy the template here."""
+        """Synthesize the CDK app with ``context`` (the asset's ``processor``, and a folder's ``processorDir``, added) and deploy the template here."""
         context = dict(context or {})
         if self.processor is not None:
-            context.update(processor=self.processor.spec, processorDir=str(self.processor.directory))
+            context.update(self.processor.deploy_context())
         self.stack = deploy(synthesize(context), endpoint=self.endpoint, bucket_name=bucket_name)
         return self.stack
 

@@ -1,10 +1,12 @@
 """``s3wq local demo`` and ``s3wq local up``: the deployed app, on this machine.
 
 The demo deploys the synthesized stack into the local cloud, uploads sample
-inputs (text files and PDFs) and a manifest whose key needs URL-encoding, and
-lets the S3 upload event do the rest, as it would on AWS: populate indexes the
-manifest and starts the state machine, whose Distributed Map runs the worker
-Lambdas. It shows progress until the execution ends, then a summary.
+inputs (text files and PDFs, and scans for ``--processor ocr``:
+:mod:`s3wq.dev.localcloud.demo_inputs`) and a manifest whose key needs
+URL-encoding, and lets the S3 upload event do the rest, as it would on AWS:
+populate indexes the manifest and starts the state machine, whose Distributed
+Map runs the worker Lambdas. It shows progress until the execution ends, then
+a summary; with scans, the text OCR read from one of them.
 """
 
 from __future__ import annotations
@@ -19,26 +21,14 @@ from pathlib import Path
 from typing import Any, Self
 
 from s3wq.cli.execution import follow_execution
-from s3wq.dev.localcloud.asset import ProcessorFolder
+from s3wq.dev.localcloud.asset import AssetSource
 from s3wq.dev.localcloud.cloud import LocalCloud
-from s3wq.dev.samples import make_pdf, sample_text
+from s3wq.dev.localcloud.demo_inputs import OCR_PROCESSORS, Results, manifest_sources, upload_samples
 from s3wq.host.stopping import STOP_SIGNALS
 from s3wq.store import S3Backend
 from s3wq.wording import plural
 
 MANIFEST_NAME = "demo run, part 1.txt"  # a space and a comma: S3 sends the key URL-encoded
-
-
-def upload_samples(s3: Any, bucket: str, count: int) -> None:
-    """Every fourth input a PDF, the rest text; names with spaces and commas, as real archives have them."""
-    for number in range(count):
-        if number % 4 == 3:
-            body = make_pdf([[f"Sample PDF {number}, page 1."], sample_text(number).splitlines()])
-            key = f"inputs/scan {number:04d}, page 1.pdf"
-        else:
-            body = sample_text(number).encode()
-            key = f"inputs/doc {number:04d}, part {number % 3}.txt"
-        s3.put_object(Bucket=bucket, Key=key, Body=body)
 
 
 def _wait_for_execution(sfn: Any, state_machine_arn: str, timeout: float) -> str:
@@ -107,12 +97,12 @@ def run_demo(
     processor: str,
     as_json: bool,
     extra_pythonpath: tuple[str, ...] = (),
-    processor_folder: ProcessorFolder | None = None,
+    asset_source: AssetSource | None = None,
     log_dir: Path | None = None,
     keep_logs: bool = False,
 ) -> int:
     cloud = LocalCloud(
-        extra_pythonpath=extra_pythonpath, processor=processor_folder, log_dir=log_dir, keep_logs=keep_logs, check_processor=True
+        extra_pythonpath=extra_pythonpath, processor=asset_source, log_dir=log_dir, keep_logs=keep_logs, check_processor=True
     )
     with StopSignals() as signals:
         try:
@@ -133,11 +123,16 @@ def _demo(cloud: LocalCloud, signals: StopSignals, *, workers: int, inputs: int,
         stack = cloud.deploy({"defaultWorkers": workers, "groupSize": group_size, "processor": processor, "maxWorkers": max(workers, 1)})
         say(f"deployed the synthesized stack: {stack.outputs['StateMachineArn'].rsplit(':', 1)[-1]}, bucket {stack.bucket}")
         s3, sfn = cloud.client("s3"), cloud.client("stepfunctions")
-        upload_samples(s3, stack.bucket, inputs)
+        # An OCR processor's worker runs from its asset, whose interpreter has Pillow to draw the scans.
+        scans_with = cloud.asset if processor in OCR_PROCESSORS else None
+        scan_keys = upload_samples(s3, stack.bucket, inputs, draw_scans_with=scans_with)
         manifest_key = f"{stack.outputs['ManifestPrefix'].split('/', 3)[3]}{MANIFEST_NAME}"
-        manifest = f"# demo manifest: one source per line\ns3://{stack.bucket}/inputs/*.txt\ns3://{stack.bucket}/inputs/*.pdf\n"
+        manifest = "# demo manifest: one source per line\n" + "".join(
+            f"{source}\n" for source in manifest_sources(stack.bucket, bool(scans_with))
+        )
         s3.put_object(Bucket=stack.bucket, Key=manifest_key, Body=manifest.encode())
-        say(f"uploaded {plural(inputs, 'input')} and s3://{stack.bucket}/{manifest_key}; the upload event triggers populate")
+        scans = f", {plural(len(scan_keys), 'scan')} among them," if scans_with else ""
+        say(f"uploaded {plural(inputs, 'input')}{scans} and s3://{stack.bucket}/{manifest_key}; the upload event triggers populate")
 
         execution_arn = _wait_for_execution(sfn, stack.state_machine_arn, timeout=60)
         say(f"populate started execution {execution_arn.rsplit(':', 1)[-1]} with {plural(workers, 'worker')}")
@@ -147,15 +142,14 @@ def _demo(cloud: LocalCloud, signals: StopSignals, *, workers: int, inputs: int,
         # A small workspace: poll often, so the run time measured is the run's.
         description, status = follow_execution(sfn, execution_arn, backend, show=not as_json, interval=0.25)
         run_seconds = time.monotonic() - run_started
-        output = json.loads(description.get("output") or "{}")
         result_keys = list(backend.list_keys("results/"))
-        sample = _pdf_sample(backend, result_keys)
+        results = Results.read(backend, result_keys)
         worker_invocations = _count_invocations(cloud, "Worker")
 
     summary = {
         "execution_status": description["status"],
         "error": description.get("error"),
-        "execution_output": output,
+        "execution_output": json.loads(description.get("output") or "{}"),
         "status": status,
         "workers": workers,
         "worker_invocations": worker_invocations,
@@ -164,28 +158,20 @@ def _demo(cloud: LocalCloud, signals: StopSignals, *, workers: int, inputs: int,
         "total_seconds": round(time.monotonic() - started, 2),
         "results": len(result_keys),
         "results_prefix": f"{stack.workspace}/results/",
-        "sample_result": sample,
+        "sample_result": results.pdf_sample(),
     }
     ok = description["status"] == "SUCCEEDED" and status["remaining"] == 0 and status["failed"] == 0
+    if scans_with:
+        # A scan OCR reads nothing from is the silent failure the demo is there to show does not happen.
+        summary.update(ocr_sample=results.ocr_sample(), unread_scans=results.unread_scans(scan_keys, stack.bucket))
+        ok = ok and summary["ocr_sample"] is not None and not summary["unread_scans"]
     if as_json:
         print(json.dumps(summary))
+        for problem in summary.get("unread_scans", []):  # stdout is the summary's: why it failed goes to stderr too
+            print(f"s3wq: demo failed: a scan was not read: {problem}", file=sys.stderr)
     else:
         _print_summary(summary, ok)
     return 0 if ok else 1
-
-
-def _pdf_sample(backend: S3Backend, result_keys: list[str]) -> dict | None:
-    for key in result_keys:
-        for line in backend.read(key).body.decode("utf-8").splitlines():
-            record = json.loads(line)
-            if record.get("metadata", {}).get("content_type") == "application/pdf" and not record.get("error"):
-                return {
-                    "result": f"{backend.uri}/{key}",
-                    "source": record["source"],
-                    "pages": record["metadata"]["pages"],
-                    "text": record["text"][:160],
-                }
-    return None
 
 
 def _count_invocations(cloud: LocalCloud, kind: str) -> int:
@@ -215,8 +201,26 @@ def _print_summary(summary: dict, ok: bool) -> None:
     if sample:
         console.print(f"text extracted from [bold]{sample['source']}[/] ({sample['pages']} pages), in {sample['result']}:")
         console.print(f"  {sample['text']!r}")
+    if "ocr_sample" in summary:
+        _print_ocr(console, summary)
     console.print("[green]demo succeeded[/]" if ok else "[red]demo FAILED[/]")
     console.print("The local cloud is gone with the demo; `s3wq local up` keeps one running.")
+
+
+def _print_ocr(console: Any, summary: dict) -> None:
+    scan = summary["ocr_sample"]
+    if scan:
+        console.print(
+            f"text OCR'd from the scan [bold]{scan['source']}[/] ({plural(scan['pages'], 'page')}, confidence {scan['confidence']},"
+            f" {scan['seconds']} s), in {scan['result']}:",
+            highlight=False,
+        )
+        for line in scan["text"].splitlines():
+            console.print(f"  {line}", markup=False, highlight=False)
+    else:
+        console.print("[red]no scan was read by OCR[/]")
+    for problem in summary["unread_scans"]:
+        console.print(f"[red]scan not read:[/] {problem}")
 
 
 def run_up(
@@ -226,13 +230,13 @@ def run_up(
     group_size: int,
     processor: str,
     extra_pythonpath: tuple[str, ...] = (),
-    processor_folder: ProcessorFolder | None = None,
+    asset_source: AssetSource | None = None,
     log_dir: Path | None = None,
     keep_logs: bool = False,
 ) -> int:
     """Keep the local cloud running until a stop signal (exit 0) or until its server dies (exit 1); say where the logs are either way."""
     cloud = LocalCloud(
-        port=port, log_dir=log_dir, keep_logs=keep_logs, extra_pythonpath=extra_pythonpath, processor=processor_folder, check_processor=True
+        port=port, log_dir=log_dir, keep_logs=keep_logs, extra_pythonpath=extra_pythonpath, processor=asset_source, check_processor=True
     )
     with StopSignals() as signals:
         try:
