@@ -20,16 +20,22 @@ from pathlib import Path
 
 REQUIREMENTS_FILE = "requirements.txt"
 # Caches, version control and environments a project folder often holds; Lambda runs none of them.
+# Hidden files and folders (a name starting with "."), such as .env, .aws/ or .ssh/, are never shipped either:
+# what is in the code is readable by anyone allowed lambda:GetFunction.
 SKIPPED_NAMES = frozenset(
     {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", "cdk.out"}
 )
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
 # Names the folder may not hold at its top: in the asset they would take the place of s3wq's own package.
 RESERVED_NAMES = frozenset({"s3wq"})
-# A requirement line pip reads on its own: a project name (PEP 508), with any
-# version, extras, markers or --hash options after it. Includes (-r, -c),
-# editables and paths are refused: they point at files the build cannot see.
-_REQUIREMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._, -]*\])?\s*([<>=!~;@ ].*)?$")
+# A requirement line pip reads on its own: a project name (PEP 508) with any
+# version, extras and markers after it. Refused: includes (-r, -c),
+# editables and paths, which point at files the build cannot see; direct
+# references (name @ URL), which fetch from anywhere; options such as --hash,
+# which would put s3wq's own unhashed pins in require-hashes mode; and ${VAR},
+# which pip expands from the deployer's environment (a URL built from it
+# would carry the deployer's secrets away).
+_REQUIREMENT_RE = re.compile(r"^(?!.*\s-)[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._, -]*\])?\s*([<>=!~;][^@$]*)?$")
 _SPEC_MODULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -81,8 +87,8 @@ class ProcessorSource:
                 continue
             if not _REQUIREMENT_RE.match(line):
                 raise ProcessorSourceError(
-                    f"{REQUIREMENTS_FILE}:{number}: {line!r} is not a requirement (a name with a version; "
-                    "includes, editables and paths are not shipped)"
+                    f"{REQUIREMENTS_FILE}:{number}: {line!r} is not a plain requirement (a name with a version; "
+                    "includes, editables, paths, URLs, options and ${VARIABLES} are not shipped)"
                 )
             lines.append(line)
         return lines
@@ -92,13 +98,17 @@ class ProcessorSource:
         shipped = []
         for root, dirs, names in os.walk(self.directory):
             here = Path(root)
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_NAMES)
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_NAMES and not d.startswith("."))
+            names = [n for n in names if not n.startswith(".") and not n.endswith(SKIPPED_SUFFIXES)]
             for name in [*dirs, *names]:
                 path = here / name
+                relative = path.relative_to(self.directory).as_posix()
                 if path.is_symlink() and not path.resolve().is_relative_to(self.directory):
-                    relative = path.relative_to(self.directory).as_posix()
                     raise ProcessorSourceError(f"processorDir: {relative} links outside the folder (to {path.resolve()})")
-            shipped.extend((here / name).relative_to(self.directory) for name in names if not name.endswith(SKIPPED_SUFFIXES))
+                if path.is_symlink() and path.is_dir():
+                    # os.walk does not enter it, so its modules would be missing on Lambda while importable here.
+                    raise ProcessorSourceError(f"processorDir: {relative} links to a folder; ship the folder itself, not a link to it")
+            shipped.extend((here / name).relative_to(self.directory) for name in names)
         return sorted(path for path in shipped if (self.directory / path).is_file())
 
     def copy_into(self, target: Path) -> None:

@@ -43,10 +43,10 @@ class ProcessorProfile:
 
 
 PROCESSOR_PROFILES = {
-    # The ocr extra is ~272 MB installed for manylinux aarch64, over a zip's
-    # 250 MB: its worker is always the container image.
-    # Measured (bench/ocr.py): ~2.4 core-seconds a scanned page on one vCPU,
-    # peak RSS ~1.2 GB. 1769 MB is Lambda's one full vCPU (the OCR runs on one
+    # The ocr extra with s3wq's requirements is 341 MB installed for manylinux
+    # aarch64 (docs/performance.md), over a zip's 250 MB: its worker is always
+    # the container image. Measured (bench/ocr.py): 2.25 core-seconds a
+    # scanned page on one core (2.4 below, for margin), peak RSS ~1.3 GB. 1769 MB is Lambda's one full vCPU (the OCR runs on one
     # thread, so more memory would buy idle cores) with ~0.5 GB to spare.
     # A group is documents, not pages: at a 20-page scan, 5 of them are
     # 5 x 20 x 2.4 = 240 s, about a quarter of the 890 s a 900 s invocation

@@ -98,7 +98,7 @@ def worker_code(
     folder = _processor_zip(source, settings, python_version=python_version)
     # Only a built folder tells the size Lambda would see: without bundling it holds no requirements.
     size = tree_size(folder) if settings.bundling else 0
-    if size > LAMBDA_ZIP_LIMIT_BYTES:
+    if size >= LAMBDA_ZIP_LIMIT_BYTES:  # Lambda takes a package smaller than the limit, not one at it
         Annotations.of(scope).add_warning_v2(
             TOO_BIG_WARNING,
             f"the worker's asset with processorDir is {size / 2**20:.0f} MB unzipped, over Lambda's 250 MB for a zip: "

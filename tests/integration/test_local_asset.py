@@ -59,7 +59,7 @@ def test_the_asset_holds_the_folder_and_its_requirement_and_its_interpreter_sees
         ({}, "is not a folder"),
         ({"other.py": ""}, "holds no module 'myproc'"),
         ({"myproc.py": "", "s3wq.py": ""}, "would shadow s3wq's own package"),
-        ({"myproc.py": "", "requirements.txt": "-r other.txt\n"}, "requirements.txt:1: '-r other.txt' is not a requirement"),
+        ({"myproc.py": "", "requirements.txt": "-r other.txt\n"}, "requirements.txt:1: '-r other.txt' is not a plain requirement"),
     ],
 )
 def test_a_folder_cdk_deploy_would_refuse_is_refused_in_one_line_naming_the_flag(tmp_path, files, expected):

@@ -192,8 +192,9 @@ def _requirements(source: AssetSource, cache: Path) -> Path:
         (partial / _COMPLETE).touch()
         try:
             partial.rename(entry)
-        except OSError:  # another deploy built the same entry first: use that one
-            pass
+        except OSError:
+            if not (entry / _COMPLETE).exists():  # not another deploy's build of the same entry: a real failure
+                raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return entry
@@ -246,8 +247,9 @@ def _bare_python(cache: Path) -> Path:
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(partial / "venv")], check=True, capture_output=True)
         try:
             (partial / "venv").rename(venv)
-        except OSError:  # made by another deploy meanwhile
-            pass
+        except OSError:
+            if not python.exists():  # not made by another deploy meanwhile: a real failure
+                raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return python
