@@ -49,7 +49,7 @@ class QueueFunctions(Construct):
             "Worker",
             handler=WORKER_HANDLER,
             timeout=settings.worker_timeout_seconds,
-            memory=settings.worker_memory_mb,
+            memory=settings.effective_worker_memory_mb,
             # One source for both: the lease outlasts the invocation, so a
             # worker never renews, and its lock goes stale only after its
             # invocation has certainly ended.
@@ -70,7 +70,7 @@ class QueueFunctions(Construct):
             memory=settings.populate_memory_mb,
             environment={
                 **common,
-                s3wq_config.ENV_GROUP_SIZE: str(settings.group_size),
+                s3wq_config.ENV_GROUP_SIZE: str(settings.effective_group_size),
                 s3wq_config.ENV_CHECK_INPUTS: "true" if settings.check_inputs else "false",
                 s3wq_config.ENV_WORKERS: str(settings.default_workers),
                 s3wq_config.ENV_AUTO_START: "true",

@@ -72,7 +72,7 @@ class DeploySettings:
     bucket_name: str | None = None
     workspace_prefix: str = "s3wq"
     worker_timeout_seconds: int = LAMBDA_MAX_TIMEOUT_SECONDS
-    # None: chosen for the processor (PROCESSOR_PROFILES), else DEFAULT_WORKER_MEMORY_MB; resolved when built.
+    # None: chosen for the processor (PROCESSOR_PROFILES), else DEFAULT_WORKER_MEMORY_MB (effective_worker_memory_mb).
     worker_memory_mb: int | None = None
     populate_timeout_seconds: int = LAMBDA_MAX_TIMEOUT_SECONDS
     populate_memory_mb: int = 3008
@@ -83,7 +83,7 @@ class DeploySettings:
     default_workers: int = 10
     max_rounds: int = 10
     max_attempts: int = 3
-    # None: chosen for the processor (PROCESSOR_PROFILES), else DEFAULT_GROUP_SIZE; resolved when built.
+    # None: chosen for the processor (PROCESSOR_PROFILES), else DEFAULT_GROUP_SIZE (effective_group_size).
     group_size: int | None = None
     # The longest one run of a group may last on a worker Lambda (None: what the invocation leaves it).
     group_timeout_seconds: float | None = s3wq_config.DEFAULT_GROUP_TIMEOUT_SECONDS
@@ -104,14 +104,21 @@ class DeploySettings:
     kms_key_arns: tuple[str, ...] = field(default_factory=tuple)
     alarm_topic_arn: str | None = None
 
-    def __post_init__(self) -> None:
-        # "Not set" is None until here, so a processor's profile can fill it;
-        # afterwards every reader sees a number.
-        profile = self.profile
-        if self.worker_memory_mb is None:
-            object.__setattr__(self, "worker_memory_mb", profile.worker_memory_mb if profile else DEFAULT_WORKER_MEMORY_MB)
-        if self.group_size is None:
-            object.__setattr__(self, "group_size", profile.group_size if profile else DEFAULT_GROUP_SIZE)
+    # "Not set" stays None in the fields, so that dataclasses.replace(settings, processor="ocr")
+    # still gets the new processor's sizes; everything that builds reads these two.
+    @property
+    def effective_worker_memory_mb(self) -> int:
+        """The worker's memory: as set, else the processor's profile, else DEFAULT_WORKER_MEMORY_MB."""
+        if self.worker_memory_mb is not None:
+            return self.worker_memory_mb
+        return self.profile.worker_memory_mb if self.profile else DEFAULT_WORKER_MEMORY_MB
+
+    @property
+    def effective_group_size(self) -> int:
+        """Paths per group: as set, else the processor's profile, else DEFAULT_GROUP_SIZE."""
+        if self.group_size is not None:
+            return self.group_size
+        return self.profile.group_size if self.profile else DEFAULT_GROUP_SIZE
 
     @property
     def profile(self) -> ProcessorProfile | None:
@@ -161,7 +168,7 @@ class DeploySettings:
         ):
             if not 10 <= value <= LAMBDA_MAX_TIMEOUT_SECONDS:
                 problems.append(f"{name} must be between 10 and {LAMBDA_MAX_TIMEOUT_SECONDS}, got {value}")
-        for name, value in (("workerMemoryMb", self.worker_memory_mb), ("populateMemoryMb", self.populate_memory_mb)):
+        for name, value in (("workerMemoryMb", self.effective_worker_memory_mb), ("populateMemoryMb", self.populate_memory_mb)):
             if not 128 <= value <= 10240:
                 problems.append(f"{name} must be between 128 and 10240, got {value}")
         if not 1 <= self.max_workers <= MAX_WORKERS_LIMIT:
@@ -170,7 +177,7 @@ class DeploySettings:
             problems.append(f"workerReservedConcurrency must be between 1 and {MAX_WORKERS_LIMIT}, got {self.worker_reserved_concurrency}")
         if not 1 <= self.default_workers <= self.max_workers:
             problems.append(f"defaultWorkers must be between 1 and maxWorkers ({self.max_workers}), got {self.default_workers}")
-        for name, value in (("maxRounds", self.max_rounds), ("maxAttempts", self.max_attempts), ("groupSize", self.group_size)):
+        for name, value in (("maxRounds", self.max_rounds), ("maxAttempts", self.max_attempts), ("groupSize", self.effective_group_size)):
             if value < 1:
                 problems.append(f"{name} must be at least 1, got {value}")
         if self.group_timeout_seconds is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import fields
 
 import aws_cdk as cdk
@@ -69,7 +70,7 @@ def test_one_queue_per_stack():
 )
 def test_the_processor_chooses_what_the_user_left_unset(props, memory, group_size):
     settings = DeploySettings(**props)
-    assert (settings.worker_memory_mb, settings.group_size) == (memory, group_size)
+    assert (settings.effective_worker_memory_mb, settings.effective_group_size) == (memory, group_size)
 
 
 def test_ocr_fits_one_group_well_inside_an_invocation():
@@ -101,9 +102,19 @@ def test_the_users_bucket_holds_the_workspace_and_the_queue_has_no_nag_finding(t
 
 def test_from_context_takes_the_apps_values_and_a_context_key_overrides_them():
     settings = DeploySettings.from_context(cdk.App(context={"maxWorkers": "300"}), max_workers=200, default_workers=20, processor="ocr")
-    assert (settings.max_workers, settings.default_workers, settings.processor, settings.group_size) == (300, 20, "ocr", 5)
+    assert (settings.max_workers, settings.default_workers, settings.processor, settings.effective_group_size) == (300, 20, "ocr", 5)
 
 
 def test_every_context_key_sets_a_field():
     names = {field.name for field in fields(DeploySettings)}
     assert {name for name, _ in CONTEXT_KEYS.values()} == names
+
+
+def test_replacing_the_processor_of_settings_gets_the_new_processors_sizes():
+    """dataclasses.replace keeps "not set" unset, so the new processor's profile applies (it did not when sizes were filled in)."""
+    ocr = dataclasses.replace(DeploySettings(), processor="ocr")
+    assert (ocr.effective_worker_memory_mb, ocr.effective_group_size) == (
+        PROCESSOR_PROFILES["ocr"].worker_memory_mb,
+        PROCESSOR_PROFILES["ocr"].group_size,
+    )
+    assert dataclasses.replace(ocr, processor="text").effective_group_size == DEFAULT_GROUP_SIZE
