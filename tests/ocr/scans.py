@@ -36,6 +36,10 @@ COLUMNS = (
     ["The committee met on Monday", "to review the annual budget", "and the schedule of delivery", "for the new warehouse"],
     ["Payments are due in thirty", "days from the invoice date", "unless the contract says", "otherwise in section four"],
 )
+STAMP = "BATES-000123"
+STAMPED_LINES = ["Deposition exhibit of the plaintiff", "Received by the clerk in March"]
+ROTATED_LINES = ["Photo of the delivery note", "Parcel left with the neighbour"]
+STRIP_LINES = ["Page after a torn strip", "Read as any other page"]
 SHORT_PAGE = (8.5, 2.5)  # inches: two lines of print, a quarter of the OCR work of a letter page
 
 
@@ -86,6 +90,39 @@ def two_page_tiff() -> bytes:
     return buffer.getvalue()
 
 
+def scan_with_text_layer(lines: list[str], layer: list[str]) -> bytes:
+    """A short scanned page of ``lines`` with a text layer of ``layer`` near its foot."""
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(image_pdf([draw_scan(lines, inches=SHORT_PAGE)], 200))))
+    stamp = pypdf.PdfReader(io.BytesIO(make_pdf([layer]))).pages[0]
+    writer.pages[0].merge_transformed_page(stamp, pypdf.Transformation().translate(0, -680))  # make_pdf's first line is at y=720: 40 pt up
+    return pdf_bytes(writer)
+
+
+def rotated_jpeg() -> bytes:
+    """A phone's photo of a page: stored turned a quarter left, with EXIF Orientation 6 to show it upright."""
+    image = draw_scan(ROTATED_LINES, inches=SHORT_PAGE).rotate(90, expand=True)
+    exif = image.getexif()
+    exif[0x0112] = 6
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=90, dpi=(200, 200), exif=exif.tobytes())
+    return buffer.getvalue()
+
+
+def strip_tiff() -> bytes:
+    """A 4000x10 strip (too thin for the engine to detect on at 1280 px: it raises), then a page to read."""
+    buffer = io.BytesIO()
+    strip, page = Image.new("L", (4000, 10), 255), draw_scan(STRIP_LINES, inches=SHORT_PAGE)
+    strip.save(buffer, "TIFF", save_all=True, append_images=[page], compression="tiff_deflate", dpi=(200, 200))
+    return buffer.getvalue()
+
+
+def huge_png() -> bytes:
+    """9000x9000 pixels (81 Mpx, past 5 x the 16 Mpx cap) in a few KB: refused from its header, never decoded."""
+    buffer = io.BytesIO()
+    Image.new("1", (9000, 9000), 1).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
 def write_inputs(out: Path) -> dict[str, list[list[str]] | None]:
     """Write every input into ``out``; each name with the lines of each of its pages."""
     files: dict[str, tuple[bytes, list[list[str]] | None]] = {
@@ -100,6 +137,13 @@ def write_inputs(out: Path) -> dict[str, list[list[str]] | None]:
         "encrypted.pdf": (encrypted_pdf(), None),
         "corrupt.pdf": (make_pdf([["cut short"]])[:120], None),
         "corrupt.png": (image_file(["cut short"], "PNG")[:200], None),
+        # A scan stamped with a Bates number's text layer, as a review tool leaves it: OCR'd.
+        "stamped.pdf": (scan_with_text_layer(STAMPED_LINES, [STAMP]), [[*STAMPED_LINES, STAMP]]),
+        # A searchable scan: its text layer holds the page's print, and is taken as it is.
+        "searchable.pdf": (scan_with_text_layer(STAMPED_LINES, STAMPED_LINES), [STAMPED_LINES]),
+        "rotated.jpg": (rotated_jpeg(), [ROTATED_LINES]),
+        "strip.tiff": (strip_tiff(), [[], STRIP_LINES]),
+        "huge.png": (huge_png(), None),
         "note.txt": (b"Scanned by the records office\nBox 14 of 20\n", [["Scanned by the records office", "Box 14 of 20"]]),
     }
     for name, (data, _) in files.items():

@@ -1,7 +1,7 @@
 """The ocr processor on generated inputs, run in the OCR venv: text layers exact, scans OCR'd within a CER, bad inputs counted.
 
 One group holds every input (scans.py draws them), so the engine loads once
-and the whole module OCRs six short pages and two letter pages.
+and the whole module OCRs nine short pages and two letter pages.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def run(ocr_python, scans, tmp_path_factory) -> dict:
     return result
 
 
-@pytest.mark.parametrize("name", ["scan.pdf", "page.png", "page.jpg", "fax.tiff", "mixed.pdf", "columns.png"])
+@pytest.mark.parametrize("name", ["scan.pdf", "page.png", "page.jpg", "fax.tiff", "mixed.pdf", "columns.png", "stamped.pdf", "rotated.jpg"])
 def test_a_scanned_page_is_read_within_the_cer_target(run, name):
     record = run["by_name"][name]
 
@@ -51,10 +51,11 @@ def test_a_scanned_page_is_read_within_the_cer_target(run, name):
     assert cer(run["known"][name], record["text"]) <= MAX_CER, record["text"]
 
 
-@pytest.mark.parametrize("name", ["fax.tiff", "columns.png"])
+@pytest.mark.parametrize("name", ["fax.tiff", "columns.png", "rotated.jpg"])
 def test_pages_are_read_in_order_and_every_line_in_print_order(run, name):
     text = run["by_name"][name]["text"]
-    # Each known line comes out as one line, in the order printed: page 1 before page 2, the left column before the right.
+    # Each known line comes out as one line, in the order printed: page 1 before page 2, the left column before the right,
+    # and a photo turned upright as its EXIF says (sideways, the engine reads each line but runs them into one).
     lines = [line for page in run["known"][name] for line in page]
     assert text.splitlines() == lines
 
@@ -64,6 +65,11 @@ def test_each_page_says_how_it_was_read(run):
 
     assert [p["method"] for p in pages["mixed.pdf"]] == ["text_layer", "ocr"]
     assert [p["method"] for p in pages["text.pdf"]] == ["text_layer", "text_layer"]
+    # A scan whose text layer is only a Bates number is OCR'd: its body is read, and the stamp with it.
+    assert [p["method"] for p in run["by_name"]["stamped.pdf"]["metadata"]["pages"]] == ["ocr"]
+    # A searchable scan's text layer (its whole print) is taken as it is: no OCR.
+    assert [p["method"] for p in run["by_name"]["searchable.pdf"]["metadata"]["pages"]] == ["text_layer"]
+    assert run["by_name"]["searchable.pdf"]["text"].splitlines() == run["known"]["searchable.pdf"][0]
     assert [p["page"] for p in pages["fax.tiff"]] == [1, 2]
     for page in (p for listed in pages.values() for p in listed):
         assert page["seconds"] >= 0
@@ -98,6 +104,11 @@ def test_records_keep_the_text_processors_shape_one_per_input_in_order(run):
         ("corrupt.pdf", "not a readable PDF"),
         ("corrupt.png", "page 1 of the image cannot be decoded"),
         ("blank.pdf", "OCR found no text on page 1 of 1"),
+        ("strip.tiff", "page 1: OCR failed: ResizeImgError"),
+        (
+            "huge.png",
+            "page 1 is 9000x9000 pixels (81000000), more than the 80000000 that may be decoded (5 x S3WQ_OCR_MAX_PIXELS=16000000)",
+        ),
     ],
 )
 def test_an_input_that_gives_no_text_is_an_input_error_named_in_its_record(run, name, error):
@@ -109,8 +120,24 @@ def test_an_input_that_gives_no_text_is_an_input_error_named_in_its_record(run, 
 
 
 def test_only_the_inputs_that_gave_no_text_are_counted_as_input_errors(run):
-    assert run["input_error_count"] == 4
-    assert {e["path"].rsplit("/", 1)[-1] for e in run["input_errors"]} == {"encrypted.pdf", "corrupt.pdf", "corrupt.png", "blank.pdf"}
+    bad = {"encrypted.pdf", "corrupt.pdf", "corrupt.png", "blank.pdf", "strip.tiff", "huge.png"}
+    assert run["input_error_count"] == len(bad)
+    assert {e["path"].rsplit("/", 1)[-1] for e in run["input_errors"]} == bad
+
+
+def test_a_page_the_engine_fails_on_is_that_pages_error_and_the_rest_is_read(run):
+    # RapidOCR raises on a 4000x10 strip (its short side rounds to 0 at 1280 px): the TIFF's next page, and the group, are still read.
+    record = run["by_name"]["strip.tiff"]
+
+    assert [p["page"] for p in record["metadata"]["pages"]] == [1, 2]
+    assert cer(run["known"]["strip.tiff"], record["text"]) <= MAX_CER, record["text"]
+
+
+def test_a_frame_far_past_the_pixel_cap_is_refused_from_its_header_never_decoded(run):
+    record = run["by_name"]["huge.png"]
+
+    assert record["text"] is None and record["metadata"]["pages"] == []  # no page reached the engine
+    assert record["metadata"]["bytes"] < 100_000  # 81 Mpx in a few KB: what a decode would have paid for
 
 
 def test_a_text_file_beside_the_scans_is_taken_as_it_is_with_no_pages(run):

@@ -56,7 +56,7 @@ def no_text_layer(blank: list[int], pages: int) -> str:
     """What a PDF whose pages ``blank`` hold no text is told: such a page is an image (a scan), which text cannot read."""
     return (
         f"no text layer on {pages_named(blank, pages)} (a scanned page?): "
-        "the text processor reads text layers only; use the ocr processor (pip install 's3wq[ocr]')"
+        "the text processor reads text layers only; use the ocr processor (--processor ocr; -c processor=ocr on Lambda)"
     )
 
 

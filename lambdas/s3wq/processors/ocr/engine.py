@@ -101,9 +101,20 @@ def load_engine() -> RapidOCR:
     return engine
 
 
+class PageNotRead(Exception):
+    """The engine failed on one page (RapidOCR's ResizeImgError for a strip too thin to detect on, say): that page's error, not the group's."""
+
+
 def read_page(pixels: np.ndarray) -> PageReading:
-    """OCR one page, an 8-bit grey (H, W) or RGB (H, W, 3) array."""
-    result = load_engine()(pixels)
+    """OCR one page, an 8-bit grey (H, W) or RGB (H, W, 3) array; raise PageNotRead, in one line, where the engine fails on it."""
+    engine = load_engine()  # outside the try: a model that cannot load is no page's fault
+    try:
+        result = engine(pixels)
+    except MemoryError:
+        raise  # the process is short of memory: the attempt fails and is retried, as for any other group
+    except Exception as exc:  # whatever the engine raises on one page's pixels
+        message = " ".join(str(exc).split())
+        raise PageNotRead(f"OCR failed: {type(exc).__name__}: {message}" if message else f"OCR failed: {type(exc).__name__}") from exc
     scores = [float(s) for s in (result.scores or ())]
     return PageReading(
         lines=[line for line in printed_lines(result.boxes, result.txts) if line.strip()],

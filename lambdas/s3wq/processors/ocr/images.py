@@ -1,8 +1,9 @@
-"""Images as pages to OCR: PNG, JPEG, TIFF (every frame), one frame decoded at a time, downscaled to the pixel cap.
+"""Images as pages to OCR: PNG, JPEG, TIFF (every frame), one frame decoded at a time, downscaled to the pixel cap, turned upright.
 
 Pillow's decompression-bomb guard stays on, and its warning (an image past
 ``Image.MAX_IMAGE_PIXELS``) is an error here: such a file is refused before
-its pixels are decoded, not decoded and then shrunk.
+its pixels are decoded, not decoded and then shrunk; so is a frame more than
+DECODE_FACTOR times the pixel cap, which would be decoded whole.
 """
 
 from __future__ import annotations
@@ -14,15 +15,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 from s3wq.processors.builtins import ExtractionFailed
+from s3wq.processors.ocr.settings import ENV_MAX_PIXELS
 
 # The image types read, by the first bytes of their files: a scan's name does not always say what it is.
 _MAGIC = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/jpeg", b"II*\x00": "image/tiff", b"MM\x00*": "image/tiff"}
 IMAGE_TYPES = set(_MAGIC.values())
 # Modes that hold no colour: kept 8-bit grey, a third of RGB's memory; RapidOCR takes either.
 _GREY_MODES = {"1", "L", "LA", "I", "I;16", "F"}
+# A PNG or TIFF frame is decoded whole before it is shrunk to the pixel cap, so a frame may be at
+# most this many times the cap: 80 Mpx at the default (an A4 page at 600 dpi is 70), 320 MB as
+# CMYK. A small file with a huge frame must not take more than the ~500 MB a 1769 MB Lambda
+# worker has beside the engine's ~1.2 GB.
+DECODE_FACTOR = 5
+# The modes Image.reduce() shrinks in place of decoding, then converting, at full size.
+_REDUCIBLE_MODES = {"L", "LA", "RGB", "RGBA", "CMYK", "I", "F"}
+_ORIENTATION = ExifTags.Base.Orientation
 _DECODE_ERRORS = (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError)
 
 
@@ -57,20 +67,40 @@ def _image_dpi(image: Image.Image) -> float | None:
 
 
 def _frame_page(image: Image.Image, number: int, max_pixels: int) -> ScannedPage:
-    """The current frame of ``image``, decoded, in 8-bit grey or RGB, at most ``max_pixels``."""
-    if image.width * image.height > (Image.MAX_IMAGE_PIXELS or math.inf):
-        raise ExtractionFailed(f"page {number} is {image.width}x{image.height} pixels, past the decompression-bomb limit")
+    """The current frame of ``image``, decoded, upright, in 8-bit grey or RGB, at most ``max_pixels``."""
+    _refuse_huge_frame(image, number, max_pixels)
     stored_width, dpi = image.width, _image_dpi(image)
+    orientation = image.getexif().get(_ORIENTATION)
     size = capped_size(image.width, image.height, max_pixels)
     mode = "L" if image.mode in _GREY_MODES else "RGB"
     if image.format == "JPEG" and size != image.size:
         image.draft(mode, size)  # JPEG decodes at 1/2, 1/4 or 1/8 scale: the full page is never in memory
-    frame = image.convert(mode)
+    frame: Image.Image = image
+    factor = min(frame.width // size[0], frame.height // size[1])
+    if factor >= 2 and frame.mode in _REDUCIBLE_MODES:
+        frame = frame.reduce(factor)  # shrunk in its own mode, so that the conversion below copies the small frame only
+    frame = frame.convert(mode)
     if frame.size != size:
         frame = frame.resize(size, Image.Resampling.LANCZOS)
     if dpi:
         dpi *= frame.width / stored_width
+    if orientation:
+        # A phone's photo is stored as its sensor saw it, with the turn to show it upright in EXIF.
+        frame.getexif()[_ORIENTATION] = orientation
+        frame = ImageOps.exif_transpose(frame)
     return ScannedPage(number=number, pixels=np.asarray(frame), dpi=round(dpi) if dpi else None)
+
+
+def _refuse_huge_frame(image: Image.Image, number: int, max_pixels: int) -> None:
+    """Raise ExtractionFailed for a frame whose header size is past what may be decoded, before any of its pixels are."""
+    pixels = image.width * image.height
+    if pixels > (Image.MAX_IMAGE_PIXELS or math.inf):
+        raise ExtractionFailed(f"page {number} is {image.width}x{image.height} pixels, past the decompression-bomb limit")
+    if pixels > DECODE_FACTOR * max_pixels:
+        raise ExtractionFailed(
+            f"page {number} is {image.width}x{image.height} pixels ({pixels}), more than the {DECODE_FACTOR * max_pixels} "
+            f"that may be decoded ({DECODE_FACTOR} x {ENV_MAX_PIXELS}={max_pixels})"
+        )
 
 
 class ImagePages:

@@ -1,5 +1,8 @@
 """A PDF's pages, one at a time: the text layer of a page that has one, else the page rendered to pixels to OCR.
 
+A scanned page whose text layer is only a stamp (a Bates number, say) is
+rendered and OCR'd too: the render shows the stamp, so it is read as well.
+
 pdfium (through pypdfium2) both reads the text layer and renders, so a page
 is parsed once. A page is rendered at the settings' dpi unless that would
 pass the pixel cap, when it is rendered at the highest dpi that fits: the
@@ -14,11 +17,19 @@ from dataclasses import dataclass
 
 import numpy as np
 import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 
 from s3wq.processors.builtins import ExtractionFailed
 from s3wq.processors.ocr.images import ScannedPage
 
 POINTS_PER_INCH = 72
+# A scan often carries a few characters of text layer, a Bates number, a page number or a
+# scanner's watermark, over an image of the whole page: a text layer shorter than this (in
+# characters that are not spaces) on such a page is taken for a stamp, and the page is OCR'd.
+# A searchable scan's text layer (the whole page's print) is hundreds of characters.
+STAMP_CHARACTERS = 50
+# An image covering at least this share of the page box makes the page a scan.
+SCAN_COVER = 0.5
 # pdfium's own words for a document it cannot open without a password.
 _PASSWORD_ERROR = "password"
 
@@ -35,6 +46,18 @@ def render_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> 
     """``dpi``, or less so that a page of ``width_pt`` x ``height_pt`` points renders to at most ``max_pixels``."""
     pixels = (width_pt * dpi / POINTS_PER_INCH) * (height_pt * dpi / POINTS_PER_INCH)
     return dpi if pixels <= max_pixels else dpi * math.sqrt(max_pixels / pixels)
+
+
+def _is_scanned(page: pdfium.PdfPage) -> bool:
+    """Whether one image on ``page`` covers at least SCAN_COVER of its box, as a scanner's page image does."""
+    left, bottom, right, top = page.get_bbox()
+    area = (right - left) * (top - bottom)
+    for image in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,)):
+        x0, y0, x1, y1 = image.get_bounds()
+        covered = max(0.0, min(x1, right) - max(x0, left)) * max(0.0, min(y1, top) - max(y0, bottom))
+        if area > 0 and covered >= SCAN_COVER * area:
+            return True
+    return False
 
 
 class PdfPages:
@@ -69,7 +92,7 @@ class PdfPages:
                 text = textpage.get_text_bounded().replace("\r\n", "\n").replace("\r", "\n")
             finally:
                 textpage.close()
-            if text.strip():
+            if text.strip() and not (len("".join(text.split())) < STAMP_CHARACTERS and _is_scanned(page)):
                 return TextLayerPage(number=number, text=text)
             used_dpi = render_dpi(*page.get_size(), dpi, max_pixels)
             bitmap = page.render(scale=used_dpi / POINTS_PER_INCH, grayscale=True)

@@ -3,9 +3,10 @@
 A PDF page with a text layer gives that text; any other page, and every
 page of a PNG, JPEG or TIFF, is OCR'd. One page is in memory at a time. An
 input that cannot be read (missing, encrypted, corrupt, unsupported), one
-with more pages than the cap, and one with a scanned page on which OCR found
-no text are input errors: the record says why and keeps the text that was
-read, and the group still completes, as with ``text``.
+with more pages than the cap, one with a page the engine fails on, and one
+with a scanned page on which OCR found no text are input errors: the record
+says why and keeps the text that was read, and the group still completes, as
+with ``text``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from s3wq.errors import InputNotFound
 from s3wq.model import Group
 from s3wq.processors.builtins import ExtractionFailed, content_type_of, pages_named, text_of
 from s3wq.processors.context import ProcessorContext
-from s3wq.processors.ocr.engine import load_engine, read_page
+from s3wq.processors.ocr.engine import PageNotRead, load_engine, read_page
 from s3wq.processors.ocr.images import IMAGE_TYPES, ImagePages, ScannedPage, sniffed_image_type
 from s3wq.processors.ocr.pdf_pages import PdfPages, TextLayerPage
 from s3wq.processors.ocr.settings import ENV_MAX_PAGES, OcrSettings, current_settings
@@ -43,11 +44,17 @@ class Reading:
             self.texts.append(page.text)
             entry = {"page": page.number, "method": TEXT_LAYER, "confidence": None, "dpi": None}
         else:
-            reading = read_page(page.pixels)
-            self.texts.append("\n".join(reading.lines))
-            if not reading.lines:
-                self.empty.append(page.number)
-            entry = {"page": page.number, "method": OCR, "confidence": reading.confidence, "dpi": page.dpi}
+            entry = {"page": page.number, "method": OCR, "confidence": None, "dpi": page.dpi}
+            try:
+                reading = read_page(page.pixels)
+            except PageNotRead as exc:
+                # This page's error; the input's other pages, and the group's other inputs, are still read.
+                self.problems.append(f"page {page.number}: {exc}")
+            else:
+                self.texts.append("\n".join(reading.lines))
+                if not reading.lines:
+                    self.empty.append(page.number)
+                entry["confidence"] = reading.confidence
         self.pages.append({**entry, "seconds": round(time.perf_counter() - started, 3)})
 
     def error(self, count: int) -> str | None:

@@ -10,7 +10,9 @@ rows.
 
 from __future__ import annotations
 
+import bisect
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -90,19 +92,34 @@ def _gutter(pieces: list[Piece]) -> float | None:
     start, end = min(p.left for p in pieces), max(p.right for p in pieces)
     width, line_height = end - start, statistics.median(p.height for p in pieces)
     low, high = start + _GUTTER_ZONE[0] * width, start + _GUTTER_ZONE[1] * width
-    # Candidate gaps: between the right edge of one box and the next left edge, ignoring crossing boxes.
+    # Candidate gaps: between the right edge of one box and the next left edge, ignoring crossing boxes;
+    # counted on the sorted edges (bisect), so that a page of thousands of boxes costs O(n log n).
     edges = sorted({p.right for p in pieces if low <= p.right <= high} | {low})
+    lefts, rights = sorted(p.left for p in pieces), sorted(p.right for p in pieces)
+    # A box of no width lies at its left edge: never crossing a gap there, it closes the gap at once.
+    points = Counter(p.left for p in pieces if p.left == p.right)
     best: tuple[float, float] | None = None
     for x in edges:
-        crossing = [p for p in pieces if p.left < x + _GUTTER_LINE_HEIGHTS * line_height and p.right > x]
-        if len(crossing) <= max(_CROSSING_FEW, _CROSSING_SHARE * len(pieces)):
-            gap_end = min((p.left for p in pieces if p.left >= x and p not in crossing), default=end)
+        reach = x + _GUTTER_LINE_HEIGHTS * line_height
+        if _crossing(lefts, rights, points, x, reach) <= max(_CROSSING_FEW, _CROSSING_SHARE * len(pieces)):
+            # The first box right of x that does not cross: a point at x, else the first left edge at or past reach.
+            after = bisect.bisect_left(lefts, reach)
+            gap_end = x if points[x] else (lefts[after] if after < len(lefts) else end)
             if best is None or gap_end - x > best[1] - best[0]:
                 best = (x, gap_end)
     if best is None or best[1] - best[0] < _GUTTER_LINE_HEIGHTS * line_height:
         return None
     gutter = (best[0] + best[1]) / 2
     return gutter if _columns_of_text(pieces, gutter, start, end) else None
+
+
+def _crossing(lefts: list[float], rights: list[float], points: Counter[float], x: float, reach: float) -> int:
+    """How many boxes cross the gap from ``x`` to ``reach`` (left < reach and right > x), from the sorted edges, in O(log n).
+
+    A box with right <= x also has left < reach, but for a point at ``x`` when ``reach`` is ``x``.
+    """
+    ending = bisect.bisect_right(rights, x) - (points[x] if reach == x else 0)
+    return bisect.bisect_left(lefts, reach) - ending
 
 
 def _columns_of_text(pieces: list[Piece], gutter: float, start: float, end: float) -> bool:

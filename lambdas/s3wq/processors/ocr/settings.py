@@ -19,8 +19,10 @@ DEFAULT_DPI = 200
 # A US-letter page at 200 dpi is 3.7 Mpx; 16 Mpx holds a tabloid page at 200 dpi or
 # a letter page at 400, and as 8-bit RGB is 48 MB: the one page in memory stays small.
 DEFAULT_MAX_PIXELS = 16_000_000
-# At ~2.5 s a scanned page, 500 pages is about a Lambda invocation's 15 minutes.
-DEFAULT_MAX_PAGES = 500
+# One document must fit one Lambda run (~890 s of the 15-minute invocation, after the worker's
+# margins): at the ~2.25 s bench/ocr.py measured a scanned page, 300 pages is ~675 s. A longer
+# document is handed back by the worker with needs_seconds, for a host with more time.
+DEFAULT_MAX_PAGES = 300
 
 _BOUNDS = {ENV_DPI: (36, 1200), ENV_MAX_PIXELS: (100_000, 200_000_000), ENV_MAX_PAGES: (1, 100_000)}
 
