@@ -16,6 +16,11 @@ from infra.stack import S3wqStack
 
 app = cdk.App()
 stack_name = app.node.try_get_context("stackName") or "S3wq"
-S3wqStack(app, stack_name, settings=DeploySettings.from_context(app), description="s3wq: an S3-only distributed work queue")
+try:
+    settings = DeploySettings.from_context(app)
+except ValueError as exc:  # a bad -c setting (or processor folder): one line naming it, not a traceback
+    print(f"s3wq: error: {exc}", file=sys.stderr)
+    sys.exit(2)
+S3wqStack(app, stack_name, settings=settings, description="s3wq: an S3-only distributed work queue")
 cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
 app.synth()

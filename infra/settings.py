@@ -156,6 +156,12 @@ class DeploySettings:
 
     def validate(self) -> None:
         problems = []
+        top_module = self.processor.split(":", 1)[0].split(".", 1)[0]
+        if self.bundling and ":" in self.processor and self.processor_dir is None and top_module != "s3wq":
+            # The asset ships s3wq alone: without the folder, the worker could not import it on Lambda.
+            problems.append(
+                f"processor {self.processor!r} is not in the worker's asset: put {top_module} in a folder and add -c processorDir=FOLDER"
+            )
         if self.bucket_name is not None and not _BUCKET_RE.fullmatch(self.bucket_name):
             problems.append(f"bucketName {self.bucket_name!r} is not a valid bucket name")
         if not _PREFIX_RE.fullmatch(self.workspace_prefix):

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import aws_cdk as cdk
 import pytest
 from stack_under_test import cdk_json_context
 
 from infra.settings import CONTEXT_KEYS, DeploySettings
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -77,3 +85,23 @@ def test_cdk_json_holds_feature_flags_and_no_setting():
     """A default lives in infra/settings.py alone; repeated in cdk.json it would read as set, and no processor could choose it."""
     assert not set(cdk_json_context()) & set(CONTEXT_KEYS)
     assert all(key.startswith("@aws-cdk/") for key in cdk_json_context())
+
+
+def test_a_processor_outside_the_asset_without_its_folder_stops_the_synth():
+    """The zip ships s3wq alone: mymod:fn would not import on Lambda unless processorDir ships it."""
+    with pytest.raises(ValueError, match=r"processor 'mymod:process' is not in the worker's asset: .*-c processorDir=FOLDER"):
+        DeploySettings.from_context(cdk.App(context={"processor": "mymod:process"}))
+    # The runtime's own modules are in it; with bundling off (the local cloud, these tests) a path supplies it.
+    assert DeploySettings.from_context(cdk.App(context={"processor": "s3wq.processors.builtins:text"})).processor
+    assert DeploySettings.from_context(cdk.App(context={"processor": "mymod:process", "bundling": False})).processor
+
+
+def test_a_bad_setting_stops_app_py_in_one_line_with_exit_2(tmp_path):
+    """`cdk synth -c maxWorkers=0` prints what is wrong, not a traceback."""
+    env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({"maxWorkers": 0}), "CDK_OUTDIR": str(tmp_path)}
+    synth = subprocess.run([sys.executable, str(REPO_ROOT / "app.py")], env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+
+    assert synth.returncode == 2, synth.stderr
+    assert "Traceback" not in synth.stderr
+    [error] = [line for line in synth.stderr.splitlines() if line.startswith("s3wq: error: ")]
+    assert error.startswith("s3wq: error: maxWorkers must be between 1 and 10000, got 0"), synth.stderr

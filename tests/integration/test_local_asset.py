@@ -85,3 +85,15 @@ def test_a_requirement_pip_cannot_install_is_one_line_and_nothing_is_cached(tmp_
         build_task_asset(ProcessorFolder.check(folder, "myproc:process"), into=tmp_path / "one", cache=cache)
     assert "could not be built" in str(refused.value) and "s3wq-no-such-package-anywhere" in str(refused.value)
     assert list(cache.glob("requirements-*")) == []
+
+
+def test_a_relative_folder_is_the_callers_not_the_repositorys(tmp_path, monkeypatch):
+    """The check runs from s3wq's checkout: ./myproc must still mean the folder beside the caller."""
+    (tmp_path / "myproc").mkdir()
+    (tmp_path / "myproc" / "myproc.py").write_text("def process(group, ctx):\n    pass\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    folder = ProcessorFolder.check("./myproc", "myproc:process")
+
+    assert folder.directory == (tmp_path / "myproc").resolve()
+    assert folder.files == ("myproc.py",)

@@ -11,6 +11,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 PROCESSOR = """
 from shout import loud
 
@@ -51,15 +53,18 @@ def test_work_drains_a_local_queue_with_a_processor_from_a_folder(tmp_path):
     assert sorted(record["text"] for record in records) == ["DOCUMENT 0!", "DOCUMENT 1!", "DOCUMENT 2!"]
 
 
-def test_a_folder_without_the_module_is_one_line_and_exit_2(tmp_path):
+@pytest.mark.parametrize("spec", ["nosuch:process", "json:dumps"])
+def test_a_folder_without_the_module_is_one_line_and_exit_2(tmp_path, spec):
+    """Also a module found elsewhere (the standard library's json): a deploy with processorDir would refuse it."""
     folder = make_folder(tmp_path / "myproc")
     (tmp_path / "inputs.txt").write_text("x", encoding="utf-8")
     workspace = str(tmp_path / "ws")
     assert s3wq("populate", workspace, str(tmp_path / "inputs.txt"), cwd=tmp_path).returncode == 0
 
-    worked = s3wq("work", workspace, "--processor", "nosuch:process", "--processor-dir", str(folder), cwd=tmp_path)
+    worked = s3wq("work", workspace, "--processor", spec, "--processor-dir", str(folder), cwd=tmp_path)
 
     assert worked.returncode == 2
     [line] = worked.stderr.splitlines()
-    assert line.startswith("s3wq: error: processor module 'nosuch' not found")
+    top = spec.split(":")[0].split(".")[0]
+    assert line.startswith(f"s3wq: error: --processor-dir {str(folder)!r} holds no module {top!r}"), line
     assert not (tmp_path / "ws" / "results").exists() or not any((tmp_path / "ws" / "results").iterdir())

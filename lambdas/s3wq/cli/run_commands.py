@@ -8,6 +8,7 @@ import signal
 import sys
 import uuid
 from dataclasses import asdict
+from pathlib import Path
 
 from s3wq.cli.execution import concurrency_warning, find_stack, follow_execution, start_execution, workspace_backend
 from s3wq.cli.output import EXIT_FAILED, EXIT_OK, emit, printable, with_requests
@@ -123,6 +124,15 @@ def _position(args: argparse.Namespace) -> float | None:
     return None if args.workers is None else args.worker_index / args.workers
 
 
+def processor_in_folder(spec: str, folder: Path) -> None:
+    """Raise BadInput unless ``spec``'s module is in ``folder``, as a deploy with processorDir would require."""
+    if ":" not in spec:
+        raise BadInput(f"--processor {spec!r} must be module:function when --processor-dir is given")
+    top = spec.split(":", 1)[0].split(".", 1)[0]
+    if not ((folder / f"{top}.py").is_file() or (folder / top).is_dir()):
+        raise BadInput(f"--processor-dir {str(folder)!r} holds no module {top!r} ({top}.py or {top}/) for --processor {spec!r}")
+
+
 def cmd_work(args: argparse.Namespace) -> int:
     settings = _worker_settings(args)
     position = _position(args)
@@ -130,6 +140,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     worker_id = args.worker_id or f"w-{uuid.uuid4().hex[:8]}"
     importable_from_current_directory()
     if args.processor_dir is not None:  # first, as the folder's files are at the root of the Lambda asset
+        processor_in_folder(args.processor, args.processor_dir)
         sys.path.insert(0, str(args.processor_dir))
     # Whatever the index names (anyone who may write the workspace writes it), the processor reads only what the policy allows.
     host = ProcessorHost(args.processor, backend.uri, input_policy=input_policy(args, backend), adopt_orphans=True)

@@ -162,5 +162,11 @@ if __name__ == "__main__":
         usage = "usage: python -m s3wq.dev.samples FOLDER  (writes sample scans with known text; needs Pillow: the ocr extra)"
         print(usage, file=sys.stdout if asked else sys.stderr)
         sys.exit(0 if asked else 2)
-    for path in write_sample_scans(Path(sys.argv[1])):
+    try:
+        written = write_sample_scans(Path(sys.argv[1]))
+    except ImportError as exc:  # Pillow comes with the ocr extra, not with s3wq itself
+        sys.exit(
+            f"python -m s3wq.dev.samples: error: drawing scans needs Pillow ({exc.name} is missing): make ocr-venv, or pip install pillow"
+        )
+    for path in written:
         print(path)

@@ -74,7 +74,12 @@ class ProcessorFolder:
         """Raise BadInput naming the problem in one line (a missing folder or module, an s3wq shadow, a link outside)."""
         _need_source_tree("--processor-dir")
         result = subprocess.run(
-            [sys.executable, "-c", _CHECK, str(directory), spec], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+            # From the repository's root (for infra/): a relative folder is the caller's, so it goes absolute first.
+            [sys.executable, "-c", _CHECK, str(Path(directory).expanduser().absolute()), spec],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if result.returncode != 0:
             # Its words are the CDK context's (processorDir); here the flag is --processor-dir.

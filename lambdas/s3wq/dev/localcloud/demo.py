@@ -118,6 +118,9 @@ def run_demo(
 def _demo(cloud: LocalCloud, signals: StopSignals, *, workers: int, inputs: int, group_size: int, processor: str, as_json: bool) -> int:
     say = (lambda *a: None) if as_json else (lambda *a: print(*a, flush=True))
     started = time.monotonic()
+    if cloud.processor is not None:
+        # pip is quiet and, on a cold cache, downloads the OCR stack (~145 MB): say so before the wait.
+        say("building the worker's asset for this machine (pip; reused from S3WQ_LOCAL_ASSET_CACHE when set) ...")
     with cloud, signals.ignored_on_leaving():
         say(f"local cloud (S3, Lambda, IAM, Step Functions) on {cloud.endpoint}")
         stack = cloud.deploy({"defaultWorkers": workers, "groupSize": group_size, "processor": processor, "maxWorkers": max(workers, 1)})
