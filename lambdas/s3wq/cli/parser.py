@@ -356,7 +356,6 @@ def _local_command(local_sub, name: str, help_: str, example: str) -> argparse.A
     p.add_argument(
         "--processor-dir",
         metavar="DIR",
-        type=processor_dir,
         help="a folder of your modules and an optional requirements.txt, with --processor module:function in it: "
         "the Lambdas run the asset `cdk deploy -c processorDir=DIR` ships, built for this machine (pip), isolated from this venv",
     )
