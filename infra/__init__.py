@@ -2,7 +2,7 @@
 
 What a user's own CDK app imports (``from s3wq_cdk import S3wqQueue,
 DeploySettings`` once this checkout is installed, see docs/deploy.md). The
-names load on first use, so ``python -m infra.bundling`` does not import its
+names load on first use, so ``python -m infra.asset_files`` does not import its
 own module twice.
 """
 

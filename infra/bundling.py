@@ -1,126 +1,22 @@
-"""The Lambda asset, built without Docker: the runtime of ``lambdas/s3wq`` plus ``requirements.txt`` installed for Lambda's platform.
+"""The Lambda asset of the CDK app, built without Docker: :mod:`infra.asset_files`'s build, as CDK's local bundling.
 
-CDK calls :class:`PipBundling` first (local bundling); it runs pip with
-``--platform``/``--python-version``/``--only-binary=:all:``, so it works on a
-machine without Docker and on any host architecture. Docker is never needed.
-The tools around the runtime (the command line, the local cloud and the
-local S3) are left out: they need rich and moto, which Lambda has not, and
-no handler imports them (tests/infra/test_asset.py checks both).
+CDK calls :class:`PipBundling` first (local bundling); it runs
+:func:`infra.asset_files.build` (pip for Lambda's platform), so it works on
+a machine without Docker and on any host architecture. Docker is never
+needed. The tools around the runtime (the command line, the local cloud and
+the local S3) are left out: they need rich and moto, which Lambda has not,
+and no handler imports them (tests/infra/test_asset.py checks both).
 """
 
 from __future__ import annotations
 
-import platform
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import jsii
 from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
-from .processor_source import ProcessorSource
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-LAMBDAS_DIR = REPO_ROOT / "lambdas"
-REQUIREMENTS = REPO_ROOT / "requirements.txt"
-if not (LAMBDAS_DIR / "s3wq").is_dir() or not REQUIREMENTS.is_file():
-    # Installed without its checkout (a wheel): the assets are built from the checkout's lambdas/ and requirements*.txt.
-    raise ImportError(f"{__package__} builds from a checkout of s3wq: install it with pip install -e '<checkout>[cdk]'")
-PACKAGES = ("s3wq",)
-# Relative to LAMBDAS_DIR: what is not shipped, because no handler runs it.
-NOT_SHIPPED = ("s3wq/cli", "s3wq/dev", "s3wq/__main__.py")
-
-# botocore ships the models of every AWS service (about 30 MB); the handlers
-# talk to these only. Dropping the rest keeps the zip small without giving up
-# a pinned SDK.
-BOTOCORE_SERVICES_USED = ("s3", "stepfunctions", "sts", "xray")
-# zstandard ships a C and a CFFI backend; the default import policy loads the C one.
-UNUSED_FILES = ("zstandard/_cffi*.so",)
-
-# Wheels Lambda's Python 3.12+ runtimes load: Amazon Linux 2023 has glibc 2.34. pip takes a
-# --platform literally (no older glibc implied), so each manylinux level is named, the oldest
-# first: pip prefers the earlier, so s3wq's own pins keep their manylinux2014 wheels, and a
-# processor's newer ones (numpy 2.4 ships manylinux_2_27/2_28 only) are found too.
-_GLIBC_LEVELS = ("manylinux2014", "manylinux_2_28", "manylinux_2_34")
-_MACHINES = {"arm64": "aarch64", "x86_64": "x86_64"}
-_PLATFORMS = {architecture: tuple(f"{level}_{machine}" for level in _GLIBC_LEVELS) for architecture, machine in _MACHINES.items()}
-
-
-def prune(target: Path, *, keep_all_services: bool = False) -> None:
-    data = target / "botocore" / "data"
-    if data.is_dir() and not keep_all_services:
-        for service in data.iterdir():
-            if service.is_dir() and service.name not in BOTOCORE_SERVICES_USED:
-                shutil.rmtree(service)
-    for pattern in UNUSED_FILES:
-        for path in target.glob(pattern):
-            path.unlink()
-    for cache in list(target.rglob("__pycache__")):
-        shutil.rmtree(cache, ignore_errors=True)
-
-
-def _unshipped(directory: str, names: list[str]) -> set[str]:
-    """For shutil.copytree: the names in ``directory`` (under LAMBDAS_DIR) that stay out of the asset."""
-    where = Path(directory).relative_to(LAMBDAS_DIR)
-    return {name for name in names if name == "__pycache__" or name.endswith(".pyc") or (where / name).as_posix() in NOT_SHIPPED}
-
-
-class AssetBuildError(RuntimeError):
-    """pip could not install the asset's requirements for the target platform (its own output says why, above)."""
-
-
-def host_platform() -> tuple[str, str]:
-    """(architecture, python version) of this machine: what the local cloud builds its asset for."""
-    machine = platform.machine().lower()
-    return ("arm64" if machine in ("aarch64", "arm64") else "x86_64"), f"{sys.version_info.major}.{sys.version_info.minor}"
-
-
-def install_requirements(target: Path, requirement_files: list[Path], *, architecture: str, python_version: str) -> None:
-    """One pip resolve of every file for the platform, wheels only, so a conflict between them fails here, not at run time."""
-    files = [arg for path in requirement_files for arg in ("--requirement", str(path))]
-    command = [
-        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-        *(arg for platform_tag in _PLATFORMS[architecture] for arg in ("--platform", platform_tag)),
-        "--implementation", "cp", "--python-version", python_version,
-        "--only-binary=:all:", "--target", str(target), *files,
-    ]  # fmt: skip
-    if subprocess.run(command, check=False).returncode != 0:
-        names = ", ".join(path.name if path == REQUIREMENTS else str(path) for path in requirement_files)
-        raise AssetBuildError(
-            f"pip could not install {names} for Lambda's platform ({_PLATFORMS[architecture][-1]}, Python {python_version})"
-        )
-
-
-def build(
-    target: Path, *, architecture: str, python_version: str, processor: ProcessorSource | None = None, extra: tuple[Path, ...] = ()
-) -> None:
-    """Install the pinned requirements for Lambda into ``target`` and copy the runtime (handlers included) beside them.
-
-    With a ``processor`` folder, its requirements join s3wq's in the same pip
-    resolve and its files go to the asset's root, where Lambda's ``sys.path``
-    finds them. botocore then keeps every service's model: the processor may
-    call any AWS service. ``extra``: more pinned files for the same resolve (a
-    built-in's extra, requirements-ocr.txt, as its worker image installs it).
-    """
-    extra = (*extra, *([processor.requirements] if processor is not None and processor.requirements is not None else []))
-    install_requirements(target, [REQUIREMENTS, *extra], architecture=architecture, python_version=python_version)
-    copy_sources(target, processor=processor)
-    prune(target, keep_all_services=processor is not None)
-
-
-def copy_sources(target: Path, *, processor: ProcessorSource | None = None) -> None:
-    """The runtime (``lambdas/s3wq`` less NOT_SHIPPED) into ``target``, and the processor folder's files at its root."""
-    for package in PACKAGES:
-        shutil.copytree(LAMBDAS_DIR / package, target / package, ignore=_unshipped, dirs_exist_ok=True)
-    if processor is not None:
-        processor.copy_into(target)
-
-
-def tree_size(folder: Path) -> int:
-    """Bytes of every file under ``folder``: what Lambda counts against its 250 MB unzipped limit."""
-    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
+from .asset_files import LAMBDAS_DIR, NOT_SHIPPED, build
 
 
 @jsii.implements(ILocalBundling)
@@ -152,35 +48,3 @@ def lambda_code(*, runtime: lambda_.Runtime, architecture: str, bundle: bool) ->
             local=PipBundling(architecture=architecture, python_version=python_version),
         ),
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m infra.bundling --target DIR [--processor-dir D --processor mod:fn] [--requirements F] [--host]``: build an asset folder.
-
-    The local cloud builds its functions' asset this way for this machine
-    (``--host``), so a processor runs there with what the asset carries.
-    """
-    import argparse
-
-    from .functions import RUNTIME
-
-    parser = argparse.ArgumentParser(prog="python -m infra.bundling", description=main.__doc__.splitlines()[0])
-    parser.add_argument("--target", required=True, type=Path, help="an empty folder to build into")
-    parser.add_argument("--processor-dir", type=Path, help="a processor folder to ship beside s3wq")
-    parser.add_argument("--processor", help="module:function in --processor-dir")
-    parser.add_argument("--requirements", type=Path, action="append", default=[], help="a pinned file to install too (a built-in's extra)")
-    parser.add_argument("--architecture", default="arm64", choices=sorted(_PLATFORMS))
-    parser.add_argument("--host", action="store_true", help="for this machine's architecture and Python, not Lambda's")
-    args = parser.parse_args(argv)
-    architecture, python_version = host_platform() if args.host else (args.architecture, RUNTIME.name.removeprefix("python"))
-    try:
-        processor = None if args.processor_dir is None else ProcessorSource.open(args.processor_dir, spec=args.processor or "")
-        build(args.target, architecture=architecture, python_version=python_version, processor=processor, extra=tuple(args.requirements))
-    except (ValueError, AssetBuildError) as exc:
-        print(f"infra.bundling: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

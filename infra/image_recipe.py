@@ -22,7 +22,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .bundling import REQUIREMENTS, copy_sources
+from .asset_files import REQUIREMENTS, copy_sources
 from .processor_source import ProcessorSource
 
 # Lambda's AWS base images, one tag per architecture (docs.aws.amazon.com/lambda/latest/dg/python-image.html).

@@ -18,6 +18,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from s3wq.processors.folder import holds_module, shadowing_name, top_module
+
 REQUIREMENTS_FILE = "requirements.txt"
 # Caches, version control and environments a project folder often holds; Lambda runs none of them.
 # Hidden files and folders (a name starting with "."), such as .env, .aws/ or .ssh/, are never shipped either:
@@ -26,8 +28,6 @@ SKIPPED_NAMES = frozenset(
     {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", "cdk.out"}
 )
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
-# Names the folder may not hold at its top: in the asset they would take the place of s3wq's own package.
-RESERVED_NAMES = frozenset({"s3wq"})
 # A requirement line pip reads on its own: a project name (PEP 508) with any
 # version, extras and markers after it. Refused: includes (-r, -c),
 # editables and paths, which point at files the build cannot see; direct
@@ -58,15 +58,14 @@ class ProcessorSource:
             raise ProcessorSourceError(f"processorDir {str(directory)!r} is not a folder")
         if not _SPEC_MODULE_RE.match(spec or ""):
             raise ProcessorSourceError(f"processor {spec!r} must be module:function when processorDir is set")
-        top = spec.split(":")[0].split(".")[0]
-        if not ((folder / f"{top}.py").is_file() or (folder / top).is_dir()):
+        if not holds_module(folder, spec):
+            top = top_module(spec)
             raise ProcessorSourceError(
                 f"processorDir {str(directory)!r} holds no module {top!r} ({top}.py or {top}/) for processor {spec!r}"
             )
         source = cls(folder, spec)
-        for name in RESERVED_NAMES:
-            if any((folder / candidate).exists() for candidate in (name, f"{name}.py")):
-                raise ProcessorSourceError(f"processorDir {str(directory)!r} holds {name!r}, which would shadow s3wq's own package")
+        if shadow := shadowing_name(folder):
+            raise ProcessorSourceError(f"processorDir {str(directory)!r} holds {shadow!r}, which would shadow s3wq's own package")
         source.files()  # links that leave the folder are refused now, not at build time
         source.requirement_lines()
         return source

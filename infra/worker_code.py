@@ -5,7 +5,7 @@ The rule (docs/deploy.md, "Your processor on Lambda"):
 * no ``processorDir`` and no image asked for: the worker shares the zip of
   populate and status (s3wq alone);
 * ``processorDir``: a zip of its own, built at synth with the folder's files
-  and requirements (``bundling.build``); when that folder is over Lambda's
+  and requirements (``asset_files.build``); when that folder is over Lambda's
   250 MB unzipped limit, the worker becomes the container image instead, and
   a warning on the function says so with the size;
 * ``workerImage=true``, or a built-in processor whose extra needs it (``ocr``):
@@ -29,7 +29,7 @@ from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from .bundling import REPO_ROOT, REQUIREMENTS, build, copy_sources, tree_size
+from .asset_files import REPO_ROOT, REQUIREMENTS, build, copy_sources, tree_size
 from .image_recipe import WORKER_HANDLER, stage_image_recipe
 from .processor_source import ProcessorSource
 from .settings import DeploySettings

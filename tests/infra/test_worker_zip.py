@@ -20,7 +20,7 @@ from stack_under_test import PROCESSOR_DIR, PROCESSOR_SPEC
 from test_asset import assert_holds_the_runtime_alone
 
 from infra import worker_code as worker_code_module
-from infra.bundling import tree_size
+from infra.asset_files import tree_size
 from infra.functions import RUNTIME
 from infra.settings import DeploySettings
 from infra.worker_code import TOO_BIG_WARNING, worker_code

@@ -96,4 +96,4 @@ def test_a_relative_folder_is_the_callers_not_the_repositorys(tmp_path, monkeypa
     folder = ProcessorFolder.check("./myproc", "myproc:process")
 
     assert folder.directory == (tmp_path / "myproc").resolve()
-    assert folder.files == ("myproc.py",)
+    assert folder.requirements is None

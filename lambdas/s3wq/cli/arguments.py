@@ -8,6 +8,7 @@ from pathlib import Path
 
 from s3wq.errors import ConfigError
 from s3wq.inputs import InputLocation, parse_locations
+from s3wq.processors.folder import shadowing_name
 
 
 def _whole_number(text: str) -> int:
@@ -73,16 +74,11 @@ def locations(text: str) -> tuple[InputLocation, ...]:
     return parsed
 
 
-# Names a processor folder may not hold at its top: first on the path, they would take the place of s3wq itself.
-_SHADOWING = ("s3wq", "s3wq.py")
-
-
 def processor_dir(text: str) -> Path:
     """A folder of processor modules, to go first on the import path (absolute: the processor host inherits it)."""
     folder = Path(text).expanduser()
     if not folder.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r:.80} is not a folder")
-    shadow = next((name for name in _SHADOWING if (folder / name).exists()), None)
-    if shadow:
+    if shadow := shadowing_name(folder):
         raise argparse.ArgumentTypeError(f"{text!r:.80} holds {shadow!r}, which would shadow s3wq's own package")
     return folder.resolve()

@@ -22,6 +22,7 @@ from s3wq.index import WorkIndex
 from s3wq.model import StopReason
 from s3wq.ops.sources import SourceExpander
 from s3wq.processors import importable_from_current_directory
+from s3wq.processors.folder import holds_module, top_module
 from s3wq.store import S3Backend, uri_mistake
 from s3wq.wording import plural as _plural
 from s3wq.worker import Worker
@@ -128,8 +129,8 @@ def processor_in_folder(spec: str, folder: Path) -> None:
     """Raise BadInput unless ``spec``'s module is in ``folder``, as a deploy with processorDir would require."""
     if ":" not in spec:
         raise BadInput(f"--processor {spec!r} must be module:function when --processor-dir is given")
-    top = spec.split(":", 1)[0].split(".", 1)[0]
-    if not ((folder / f"{top}.py").is_file() or (folder / top).is_dir()):
+    if not holds_module(folder, spec):
+        top = top_module(spec)
         raise BadInput(f"--processor-dir {str(folder)!r} holds no module {top!r} ({top}.py or {top}/) for --processor {spec!r}")
 
 

@@ -2,6 +2,6 @@
 with the stack the CDK app synthesizes deployed into it and Lambda invocations run by
 :mod:`s3wq.dev.localcloud.runner` as real handler processes.
 
-Not part of the Lambda asset (infra/bundling.py leaves dev/ out): it needs moto, which the
+Not part of the Lambda asset (infra/asset_files.py leaves dev/ out): it needs moto, which the
 developer install (`make install`) and the ``s3wq[local]`` extra bring.
 """

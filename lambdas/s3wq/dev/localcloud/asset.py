@@ -1,9 +1,10 @@
 """What a processor folder's or an extra's functions run in the local cloud: what ``cdk deploy`` would ship, and an interpreter that sees only it.
 
 ``s3wq local demo|up --processor-dir DIR`` builds, for this machine, the asset
-``cdk deploy -c processorDir=DIR`` builds for Lambda: ``python -m
-infra.bundling --host`` (s3wq's pinned requirements and the folder's in one pip
-resolve, the runtime less the tools, the folder's files at the root). The
+``cdk deploy -c processorDir=DIR`` builds for Lambda, with the same rules
+(``python -m infra.asset_files --host``: s3wq's pinned requirements and the
+folder's in one pip resolve, the runtime less the tools, the folder's files
+at the root). The
 functions then run it the way Lambda runs /var/task: in a venv made without
 pip or site-packages, with PYTHONPATH the asset alone. A package that the dev
 venv holds and the folder does not require fails here as it would on Lambda.
@@ -16,8 +17,9 @@ runs with what its image would carry, however light the dev venv is.
 
 pip is the slow part, so its output is cached, keyed by everything it depends
 on: both requirement files, the Python version and architecture, and
-infra/bundling.py (the rules). The modules, s3wq's runtime and the folder's
-files, are copied fresh at every deploy, so editing them needs no pip.
+infra/asset_files.py (the rules). The modules, s3wq's runtime and the
+folder's files, are copied fresh at every deploy (``--only sources``), so
+editing them needs no pip.
 """
 
 from __future__ import annotations
@@ -37,13 +39,12 @@ from s3wq.errors import BadInput
 from s3wq.processors.loading import EXTRA_PROCESSORS
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
-RUNTIME_DIR = REPO_ROOT / "lambdas" / "s3wq"
-BUNDLING = REPO_ROOT / "infra" / "bundling.py"
+LAMBDAS_DIR = REPO_ROOT / "lambdas"
+ASSET_RULES = REPO_ROOT / "infra" / "asset_files.py"
 S3WQ_REQUIREMENTS = REPO_ROOT / "requirements.txt"
 # Where the pip part is kept between local clouds (default: the cloud's own folder, removed with it).
 CACHE_ENV = "S3WQ_LOCAL_ASSET_CACHE"
 _COMPLETE = ".complete"
-_UNSHIPPED = "unshipped.json"
 
 # Run from the repository's root in a subprocess: the checks `cdk deploy` makes, without importing the CDK.
 _CHECK = """
@@ -55,18 +56,16 @@ except ProcessorSourceError as exc:
     print(exc, file=sys.stderr)
     sys.exit(2)
 requirements = source.requirements
-print(json.dumps({"directory": str(source.directory), "files": [f.as_posix() for f in source.files()],
-                  "requirements": None if requirements is None else str(requirements)}))
+print(json.dumps({"directory": str(source.directory), "requirements": None if requirements is None else str(requirements)}))
 """
 
 
 @dataclass(frozen=True)
 class ProcessorFolder:
-    """A processor folder checked as ``cdk deploy`` checks it: its files and its requirements, if it has any."""
+    """A processor folder checked as ``cdk deploy`` checks it, and its requirements, if it has any."""
 
     directory: Path
     spec: str
-    files: tuple[str, ...]
     requirements: Path | None
 
     @classmethod
@@ -87,7 +86,7 @@ class ProcessorFolder:
             raise BadInput(message.replace("processorDir", "--processor-dir", 1))
         found = json.loads(result.stdout)
         requirements = None if found["requirements"] is None else Path(found["requirements"])
-        return cls(Path(found["directory"]), spec, tuple(found["files"]), requirements)
+        return cls(Path(found["directory"]), spec, requirements)
 
     @property
     def label(self) -> str:
@@ -115,7 +114,6 @@ class BuiltinExtra:
 
     spec: str
     requirements: Path
-    files: tuple[str, ...] = ()  # no folder: nothing of the user's at the asset's root
 
     @classmethod
     def find(cls, spec: str) -> BuiltinExtra | None:
@@ -147,7 +145,7 @@ AssetSource = ProcessorFolder | BuiltinExtra
 
 
 def _need_source_tree(flag: str) -> None:
-    if not BUNDLING.is_file():
+    if not ASSET_RULES.is_file():
         raise BadInput(f"{flag} needs s3wq's source tree (infra/ beside lambdas/), as the local cloud does")
 
 
@@ -158,42 +156,35 @@ def build_task_asset(source: AssetSource, *, into: Path, cache: Path) -> TaskAss
     code = into / "task"
     if code.exists():
         shutil.rmtree(code)
-    unshipped = set(json.loads((requirements / _UNSHIPPED).read_text()))
-    _copy_runtime(code / "s3wq", unshipped)
-    for relative in source.files:  # a BuiltinExtra has none
-        destination = code / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source.directory / relative, destination)
+    _asset_files(code, source, "sources")
     # The modules first, then their requirements: a file of a processor folder wins over a package's, as at the asset's root.
     return TaskAsset(python=str(_bare_python(cache)), path=(str(code), str(requirements / "site")))
 
 
+def _asset_files(target: Path, source: AssetSource, part: str) -> None:
+    """One part of the asset (``requirements`` or ``sources``) into ``target``, by the rules ``cdk deploy`` builds with (no CDK loaded)."""
+    command = [sys.executable, "-m", "infra.asset_files", "--target", str(target), "--host", "--only", part, *source.bundling_args()]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise BadInput(f"the asset for {source.label} could not be built: {_error_line(result.stderr)}")
+
+
 def _requirements_key(source: AssetSource) -> str:
     digest = hashlib.sha256(type(source).__name__.encode())  # a folder's build keeps botocore whole, an extra's prunes it
-    for path in (S3WQ_REQUIREMENTS, source.requirements, BUNDLING):
+    for path in (S3WQ_REQUIREMENTS, source.requirements, ASSET_RULES):
         digest.update(b"\0" + (path.read_bytes() if path is not None else b""))
     digest.update(f"{sys.version_info.major}.{sys.version_info.minor}-{os.uname().machine}".encode())
     return digest.hexdigest()[:20]
 
 
 def _requirements(source: AssetSource, cache: Path) -> Path:
-    """``cache/requirements-KEY``: ``site/``, what pip installed for the asset, and what of s3wq's runtime the asset leaves out."""
+    """``cache/requirements-KEY/site``: what pip installed for the asset, pruned as the asset is."""
     entry = cache / f"requirements-{_requirements_key(source)}"
     if (entry / _COMPLETE).exists():
         return entry
     partial = Path(tempfile.mkdtemp(prefix=f"{entry.name}-", dir=cache))
     try:
-        site = partial / "site"
-        command = [sys.executable, "-m", "infra.bundling", "--target", str(site), "--host", *source.bundling_args()]
-        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise BadInput(f"the asset for {source.label} could not be built: {_error_line(result.stderr)}")
-        # The modules come fresh at every deploy: here only what pip installed stays.
-        (partial / _UNSHIPPED).write_text(json.dumps(sorted(_left_out(RUNTIME_DIR, site / "s3wq"))))
-        shutil.rmtree(site / "s3wq")
-        for relative in source.files:
-            (site / relative).unlink(missing_ok=True)
-        _remove_empty_folders(site)
+        _asset_files(partial / "site", source, "requirements")
         (partial / _COMPLETE).touch()
         try:
             partial.rename(entry)
@@ -210,35 +201,6 @@ def _error_line(stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.lstrip("b'").startswith("!!")]
     errors = [line for line in lines if line.startswith("ERROR:")]
     return (errors or lines or ["it failed and said nothing"])[-1]
-
-
-def _left_out(source: Path, shipped: Path) -> set[str]:
-    """The paths under ``source`` the asset does not hold (each folder named once, not its files), caches aside."""
-    missing = set()
-    for root, dirs, names in os.walk(source):
-        here = Path(root)
-        relative = here.relative_to(source)
-        for name in [*dirs, *names]:
-            if name == "__pycache__" or name.endswith(".pyc"):
-                continue
-            if not (shipped / relative / name).exists():
-                missing.add((relative / name).as_posix())
-        dirs[:] = [d for d in dirs if (relative / d).as_posix() not in missing and d != "__pycache__"]
-    return missing
-
-
-def _copy_runtime(target: Path, unshipped: set[str]) -> None:
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        where = Path(directory).relative_to(RUNTIME_DIR)
-        return {n for n in names if n == "__pycache__" or n.endswith(".pyc") or (where / n).as_posix() in unshipped}
-
-    shutil.copytree(RUNTIME_DIR, target, ignore=ignore)
-
-
-def _remove_empty_folders(root: Path) -> None:
-    for here, dirs, names in os.walk(root, topdown=False):
-        if here != str(root) and not dirs and not names:
-            Path(here).rmdir()
 
 
 def _bare_python(cache: Path) -> Path:

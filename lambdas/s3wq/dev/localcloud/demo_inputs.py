@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from s3wq.dev.localcloud.asset import RUNTIME_DIR
+from s3wq.dev.localcloud.asset import LAMBDAS_DIR
 from s3wq.dev.localcloud.runner import TaskAsset
 from s3wq.dev.samples import make_pdf, sample_text
 from s3wq.store import S3Backend
@@ -87,7 +87,7 @@ def _draw_scans(asset: TaskAsset, scans: dict[int, str]) -> dict[int, bytes]:
         # File names made here from the numbers, never from a key.
         paths = {number: os.path.join(folder, f"{number}{Path(key).suffix}") for number, key in scans.items()}
         # lambdas/ for s3wq.dev.samples (not in the asset), then the asset's packages for Pillow.
-        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join([str(RUNTIME_DIR.parent), *asset.path[1:]])}
+        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join([str(LAMBDAS_DIR), *asset.path[1:]])}
         lines = json.dumps({paths[number]: scan_lines(number) for number in scans})
         result = subprocess.run(
             [asset.python, "-P", "-c", _DRAW_SCANS], input=lines, env=env, capture_output=True, text=True, check=False, cwd=folder
