@@ -6,6 +6,7 @@ import errno
 import os
 import resource
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,7 @@ import pytest
 from s3wq.host.containment import MAX_LEFTOVERS_CHARS, describe_leftovers, not_kept
 from s3wq.host.procfs import Member
 from s3wq.host.procfs import read_stat as _read_stat
-from s3wq.host.threads import ModuleThreads, leftover_threads
+from s3wq.host.threads import ModuleThreads, idle_pool_worker, leftover_threads
 
 
 def member(pid: int, parent: int, started: int = 1, name: str = "sleep") -> Member:
@@ -119,3 +120,22 @@ def test_the_modules_own_threads_at_their_own_work_are_no_leftovers_but_a_job_a_
         own_loop.result()
         flusher.join()
         warm.shutdown()
+
+
+def test_a_stack_that_stops_being_frames_while_walked_ends_there_and_is_no_pool_worker():
+    """Another thread's stack moves while it is walked: CPython 3.11 was seen to give a dict for an ``f_back``.
+
+    A stand-in frame whose ``f_back`` is such a dict: the walk ends there (not a pool worker), rather than
+    raising AttributeError out of the run that looked.
+    """
+
+    class MovedFrame:  # what the walk reads of a frame: f_code, f_back, f_locals
+        def __init__(self):
+            self.f_code = (lambda: None).__code__
+            self.f_back = {"not": "a frame"}
+            self.f_locals = {}
+
+    real = sys._getframe()
+    assert idle_pool_worker(real) is False  # a plain stack, walked to its end
+    assert idle_pool_worker({"not": "a frame"}) is False  # type: ignore[arg-type]
+    assert idle_pool_worker(MovedFrame()) is False  # type: ignore[arg-type]

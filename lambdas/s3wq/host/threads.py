@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import thread as _futures_thread
 from types import FrameType
 
@@ -20,11 +21,22 @@ _POOL_WORKER_CODE = _futures_thread._worker.__code__
 _POOL_JOB_CODE = _futures_thread._WorkItem.run.__code__
 
 
+def _frames(frame: FrameType | None) -> Iterator[FrameType]:
+    """A thread's stack from ``frame`` outwards, ending where it ends or stops being a stack of frames.
+
+    Another thread's stack moves while it is walked (the GIL passes between
+    our bytecodes), and on CPython 3.11 a frame's ``f_back`` read then has
+    been seen to give an object that is no frame (a dict): that is the end
+    of what can be known of that stack, not an error of the run.
+    """
+    while isinstance(frame, FrameType):
+        yield frame
+        frame = frame.f_back
+
+
 def _pool_worker_frame(frame: FrameType | None) -> FrameType | None:
     """The frame of a stdlib ThreadPoolExecutor's worker loop in a thread's stack, if it is one of a pool's threads."""
-    while frame is not None and frame.f_code is not _POOL_WORKER_CODE:
-        frame = frame.f_back
-    return frame
+    return next((f for f in _frames(frame) if f.f_code is _POOL_WORKER_CODE), None)
 
 
 def _pool_job(frame: FrameType | None) -> object | None:
@@ -47,14 +59,17 @@ def idle_pool_worker(frame: FrameType | None) -> bool:
     moment apart.
     """
     finished = True
-    while frame is not None and frame.f_code is not _POOL_WORKER_CODE:
-        if frame.f_code is _POOL_JOB_CODE:
-            job = frame.f_locals.get("self")  # None once the job has set its exception
+    loop = None
+    for here in _frames(frame):
+        if here.f_code is _POOL_WORKER_CODE:
+            loop = here
+            break
+        if here.f_code is _POOL_JOB_CODE:
+            job = here.f_locals.get("self")  # None once the job has set its exception
             finished = job is None or job.future.done()
-        frame = frame.f_back
-    if frame is None:
+    if loop is None:
         return False
-    local = frame.f_locals
+    local = loop.f_locals
     job, queue = local.get("work_item"), local.get("work_queue")
     return finished and (job is None or job.future.done()) and queue is not None and queue.empty()
 
