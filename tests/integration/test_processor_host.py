@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from s3wq.host.sandbox import ProcessorHost, Raised, Returned
+from s3wq.host.run_ends import Raised, Returned
+from s3wq.host.sandbox import ProcessorHost
 from s3wq.protocol import clock
 
 from .conftest import HELPERS_DIR
@@ -169,19 +170,21 @@ def test_a_killed_worker_takes_its_host_and_everything_the_processor_started_wit
     assert not alive(host_pid) and not alive(started_process)
 
 
-def test_a_worker_that_adopts_orphans_ends_a_dead_hosts_daemon_and_spares_its_own_children(local_workspace, pid_file):
+def test_a_dead_wardens_daemon_is_ended_by_the_reaper_and_the_programs_own_children_are_spared(local_workspace, pid_file):
     # This process (as an embedding program would) has a child of its own, started before and after the host.
     before = subprocess.Popen(["sleep", "60"])
-    host = ProcessorHost("host_processors:kills_its_warden_leaving_a_daemon", local_workspace, adopt_orphans=True)
+    host = ProcessorHost("host_processors:kills_its_warden_leaving_a_daemon", local_workspace)
     try:
         host.start()
         after = subprocess.Popen(["sleep", "60"])
         end = run_to_end(host)
-        # The host died (killed by a signal), and the sweep showed every process of it gone: not "unkillable".
-        assert isinstance(end, Raised) and "killed by SIGKILL" in end.error, end
+        # The warden died (killed by a signal a process sent), and the reaper showed every process of it gone: not "unkillable".
+        assert isinstance(end, Raised), end
+        assert "warden was killed by SIGKILL" in end.error and "OOM killer" in end.error, end
+        assert end.leftovers == "1 process (sleep)", end
         [daemon] = pids(pid_file)
         assert gone(daemon, within=0.5)
-        assert alive(before.pid) and alive(after.pid)  # not the host's: never swept
+        assert alive(before.pid) and alive(after.pid)  # not the host's: never in question
     finally:
         host.close()
         for own in (before, after):

@@ -242,25 +242,22 @@ def test_kill_returns_once_every_process_of_the_run_is_gone(local_workspace, pid
 
 
 def test_a_host_that_cannot_show_its_run_gone_leaves_the_lock_to_go_stale(s3_backend, mark_dir, host_env, monkeypatch):
-    # A warden that never confirms (frozen here; in life a process stuck in uninterruptible sleep): nothing is written.
+    # A host that never confirms (its reaper frozen here; in life a process stuck in uninterruptible sleep): nothing is written.
     [hash_] = populate(s3_backend)
     monkeypatch.setenv(SECONDS_ENV, "hang")
     monkeypatch.setattr(sandbox, "KILL_WAIT_SECONDS", 0.5, raising=False)
     # Uninterruptible sleep, unlike SIGSTOP, is not undone by the SIGCONT that kill() sends.
     monkeypatch.setattr(sandbox, "_resume", lambda pid: None, raising=False)
-    # This process is the subreaper for another host that adopts its orphans (as after any such host ran here):
-    # what this host, which does not adopt, leaves is still not shown gone by a sweep.
-    sandbox._ORPHANS.adopt()
     host = ProcessorHost("reliability.heartbeat_processor:process", s3_backend.uri)
     stop = GracefulStop()
     worker = Worker(s3_backend, None, WorkerSettings(time_limit=60, lease=30), runner=HostRunner(host, stop=stop), worker_id="A", stop=stop)
 
-    def freeze_the_warden_then_stop() -> None:
+    def freeze_the_reaper_then_stop() -> None:
         wait_until(lambda: read_runs(mark_dir), timeout=30, what="the run to start")
         os.kill(host._process.pid, signal.SIGSTOP)
         stop.request(signal.SIGTERM)
 
-    stopper = threading.Thread(target=freeze_the_warden_then_stop)
+    stopper = threading.Thread(target=freeze_the_reaper_then_stop)
     stopper.start()
     try:
         report = worker.run()

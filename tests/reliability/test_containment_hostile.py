@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from s3wq.host.sandbox import ProcessorHost, Returned
+from s3wq.host.run_ends import Returned
+from s3wq.host.sandbox import ProcessorHost
 from s3wq.protocol import clock
 
 from . import test_containment

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from s3wq import Worker, WorkerSettings, WorkIndex
+from s3wq.host.run_ends import Raised, Returned
 from s3wq.host.runners import InProcessRunner
-from s3wq.host.sandbox import Raised, Returned
 from s3wq.ops.status import queue_status
 from s3wq.protocol import clock
 from s3wq.protocol.bodies import LockBody

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from s3wq import Worker, WorkerSettings, WorkIndex
-from s3wq.host.sandbox import Raised, Returned
+from s3wq.host.run_ends import Raised, Returned
 from s3wq.protocol import clock
 from s3wq.protocol.bodies import ERROR, FAILED, LEFTOVER, LockBody, load_object
 from s3wq.protocol.claims import ClaimProtocol

@@ -144,7 +144,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         processor_in_folder(args.processor, args.processor_dir)
         sys.path.insert(0, str(args.processor_dir))
     # Whatever the index names (anyone who may write the workspace writes it), the processor reads only what the policy allows.
-    host = ProcessorHost(args.processor, backend.uri, input_policy=input_policy(args, backend), adopt_orphans=True)
+    host = ProcessorHost(args.processor, backend.uri, input_policy=input_policy(args, backend))
     with GracefulStop() as stop:
         try:
             worker = Worker(

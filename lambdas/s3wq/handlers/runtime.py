@@ -74,7 +74,7 @@ class Runtime:
     def host(self) -> ProcessorHost:
         """The processor host, kept for the life of the execution environment so a warm start reuses it."""
         # The input policy goes with it: whatever the index names, a processor reads no local file and no other bucket.
-        return ProcessorHost(self.config.processor, self.config.workspace, input_policy=self.config.input_policy, adopt_orphans=True)
+        return ProcessorHost(self.config.processor, self.config.workspace, input_policy=self.config.input_policy)
 
     def close(self) -> None:
         if "host" in self.__dict__:

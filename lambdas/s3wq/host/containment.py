@@ -129,6 +129,8 @@ class ProcessTree:
         """
         give_up = clock.now() + within
         frozen, settled = self._freeze(select, reap, until=min(give_up, clock.now() + (settle_within or within)))
+        if frozen is None:
+            return [], []  # nothing to end: the usual end of a run that started no process
         for member in frozen.values():
             _signal_member(member, signal.SIGKILL)
         if not settled:
@@ -137,12 +139,19 @@ class ProcessTree:
 
     def _freeze(
         self, select: Callable[[dict[int, Member]], Iterable[Member]], reap: Callable[[], None], *, until: float
-    ) -> tuple[dict[tuple[int, int], Member], bool]:
+    ) -> tuple[dict[tuple[int, int], Member] | None, bool]:
         """SIGSTOP every member ``select`` picks until two rounds, a pause apart, find none not seen before.
 
         A round that finds a new member (alive or a zombie: one that just
         exited may have a child on its way to the warden) is not clean; the
-        pause lets a fork in flight land and an orphan be reparented.
+        pause lets a fork in flight land and an orphan be reparented. A
+        first round that finds nothing at all is final (None): a fork in
+        flight has a parent, and a child on its way to the warden a parent
+        not yet reaped, that the round would have found; only a process
+        ``select`` leaves alone (the runner, the module's own) or one of its
+        threads could be starting one, and no number of rounds tells those
+        apart. So a run that started no process costs one /proc read, not
+        the few milliseconds of pauses.
         """
         seen: dict[tuple[int, int], Member] = {}
         clean_rounds = 0
@@ -150,6 +159,8 @@ class ProcessTree:
         while clean_rounds < 2:
             reap()
             new = [m for m in select(self.members()) if m.key not in seen]
+            if not new and not seen and clean_rounds == 0:
+                return None, True
             for member in new:
                 seen[member.key] = member
                 if member.alive:

@@ -69,13 +69,14 @@ class KillTimer:
         """Whether the deadline is kept by a kernel timer on the suspend-aware clock (Linux)."""
         return self._libc is not None
 
-    def arm(self, at: float) -> None:
+    def arm(self, at: float, *, repeat: float = 0.0) -> None:
+        """Fire at ``at``, and with ``repeat`` every ``repeat`` seconds after that until disarmed."""
         if self._libc is None:
             # SIGALRM's default action ends the process (the host leaves it in place), unless a processor handles it.
-            signal.setitimer(signal.ITIMER_REAL, max(at - clock.now(), 0.001))
+            signal.setitimer(signal.ITIMER_REAL, max(at - clock.now(), 0.001), repeat)
             return
-        whole = int(at)
-        spec = _ITimerSpec(_Timespec(0, 0), _Timespec(whole, int((at - whole) * 1e9)))
+        whole, every = int(at), int(repeat)
+        spec = _ITimerSpec(_Timespec(every, int((repeat - every) * 1e9)), _Timespec(whole, int((at - whole) * 1e9)))
         if self._libc.timer_settime(self._timer, _TIMER_ABSTIME, ctypes.byref(spec), None) != 0:
             raise OSError(ctypes.get_errno(), "timer_settime failed")
 

@@ -116,3 +116,20 @@ def running_children(pid: int) -> dict[int, str]:
         if member is not None and member.parent == pid and member.alive:
             children[child] = member.name
     return children
+
+
+def oom_kills() -> int | None:
+    """How many processes the kernel's OOM killer has killed since boot (``oom_kill`` in /proc/vmstat); None where it is not told.
+
+    Read before a run and after a process of it died of SIGKILL, it tells an
+    out-of-memory kill (the count rose; by any cgroup's limit or the
+    machine's) from a SIGKILL another process sent (it did not).
+    """
+    try:
+        with open("/proc/vmstat") as vmstat:
+            for line in vmstat:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None

@@ -11,6 +11,7 @@ is in progress.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from multiprocessing.connection import Connection
 
@@ -26,6 +27,9 @@ from s3wq.protocol.tracebacks import own_frame, processor_roots
 SELF_STOP_GRACE_SECONDS = 0.25
 # The warden -> runner message naming the runner's children it killed: zombies the runner must wait for.
 REAP = "reap"
+# The worker's sys.path, for the runner alone: the reaper and the warden start without it, so that nothing a
+# processor folder or the current directory holds (a sitecustomize.py, a module named like the stdlib's) runs in them.
+HOST_PATH_ENV = "S3WQ_HOST_SYS_PATH"
 
 
 class _RunnerState:
@@ -85,13 +89,35 @@ def _reap_killed(pids: list[int]) -> None:
             pass  # the processor waited for it itself
 
 
+def multiprocessing_helpers() -> list[int]:
+    """The pids of the processes multiprocessing keeps for this process between uses: its forkserver and its resource tracker.
+
+    Read from the modules' own singletons, only if a processor imported
+    them; None until they are started. Private names, unchanged from 3.8 to 3.14.
+    """
+    holders = (
+        (getattr(sys.modules.get("multiprocessing.forkserver"), "_forkserver", None), "_forkserver_pid"),
+        (getattr(sys.modules.get("multiprocessing.resource_tracker"), "_resource_tracker", None), "_pid"),
+    )
+    return [pid for holder, name in holders if isinstance(pid := getattr(holder, name, None), int)]
+
+
+def _take_the_worker_path() -> None:
+    """Import as the worker does, and give the processor's own children the same path (PYTHONPATH), as before the host existed."""
+    path = os.environ.pop(HOST_PATH_ENV, None)
+    if path is not None:
+        sys.path[:] = [entry for entry in path.split(os.pathsep) if entry]
+        os.environ["PYTHONPATH"] = path
+
+
 def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
-    from s3wq.host.sandbox import one_line_error, processor_traceback
+    from s3wq.host.run_ends import one_line_error, processor_traceback
     from s3wq.model import Group
     from s3wq.processors import ProcessorContext, load_processor
     from s3wq.protocol.bodies import MAX_TRACEBACK_CHARS
     from s3wq.store import open_backend
 
+    _take_the_worker_path()
     try:
         processor = load_processor(processor_spec)
         backend = open_backend(workspace_uri)
@@ -134,7 +160,9 @@ def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input
             reply: tuple = ("done", ctx.input_error_count, ctx.input_errors)
         except Exception as exc:  # noqa: BLE001 -- a processor failure is an attempt, reported to the worker
             reply = ("raised", one_line_error(exc), "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:], own_frame(exc, roots))
+        finally:
+            ctx.end_run()  # a thread that holds this ctx must not go on writing for the group, in this run or a later one
         with state.lock:
             state.running = False
             state.arm()
-        conn.send((*reply, leftover_threads(own_threads)))
+        conn.send((*reply, multiprocessing_helpers(), leftover_threads(own_threads)))

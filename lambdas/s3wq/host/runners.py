@@ -37,7 +37,8 @@ from typing import Protocol
 from s3wq.host.containment import describe_leftovers
 from s3wq.host.killtimer import KillTimer, process_kill_timer
 from s3wq.host.procfs import running_children
-from s3wq.host.sandbox import ProcessorHost, Raised, Returned, Unkillable, one_line_error, processor_traceback
+from s3wq.host.run_ends import Raised, Returned, Unkillable, one_line_error, processor_traceback
+from s3wq.host.sandbox import ProcessorHost
 from s3wq.host.stopping import GracefulStop
 from s3wq.host.threads import idle_pool_worker
 from s3wq.model import Group, RunStop

@@ -1,132 +1,114 @@
-"""The processor host: a child process that runs the processor, and that the worker can stop at any moment.
+"""The processor host: child processes that run the processor, and that the worker can stop at any moment.
 
 Python cannot stop a thread, and a processor can hang in a C extension or a
 GPU call, so a worker that must stop its processor before its lease ends
-runs it in a separate process, as Lambda runs a handler in a sandbox it can
+runs it in separate processes, as Lambda runs a handler in a sandbox it can
 kill. The host loads the processor once and runs groups one after another,
 so a model a processor loads at import stays loaded between groups; only a
 stop (timeout, lost lease, Ctrl-C), or a thread a run left running, costs a
 new host.
 
-The host is a warden process that forks the runner (:mod:`s3wq.host.warden`),
-both in a session of their own, so that a Ctrl-C in the terminal reaches
-only the worker. On Linux the warden is the child subreaper of every process
-the processor starts, however it detaches (a shell's ``&``, a double fork,
-``setsid``), and finds them all in /proc (:mod:`s3wq.host.containment`). The
-warden, never the worker, ends them:
+The host is three processes in a session of their own, so that a Ctrl-C in
+the terminal reaches only the worker: the *reaper* (:mod:`s3wq.host.reaper`),
+the *warden* it forks (:mod:`s3wq.host.warden`) and the *runner* the warden
+forks (:mod:`s3wq.host.runner_process`), which loads the processor. Each is
+alone in its process group, and none but the runner runs user code: they
+start without the worker's ``sys.path`` (the runner takes it), so a
+``sitecustomize.py`` or a module named like the stdlib's in a processor
+folder or the current directory runs in neither. On Linux the warden and the
+reaper are *child subreapers*: a process the processor starts stays below
+them however it detaches (a shell's ``&``, a double fork, ``setsid``), and is
+found in /proc (:mod:`s3wq.host.containment`) by its ancestry, which no
+process can change. The warden ends them:
 
 * when a run ends (it returned or raised), the warden kills what the run
-  left running -- every process below it but the runner and what the module
-  started at import -- before it tells the worker, and its lease timer stays
-  armed until they are gone, so a frozen worker cannot delay it; the reply
-  names them (``leftovers``). Threads the run left running (not the module's
-  own, nor an idle worker of a stdlib thread pool) cannot be stopped alone:
-  the warden then ends the whole host, and the next group gets a new one;
-* it ends every process of the host when the worker dies (its pipe closes,
-  and on Linux the kernel tells it: PR_SET_PDEATHSIG), when the worker asks
-  (:meth:`ProcessorHost.kill`, which returns once they are gone), when the
-  runner dies, and when the lease the worker last reported runs out -- a
-  kernel timer on the suspend-aware clock wakes it (:mod:`s3wq.host.killtimer`),
-  so a worker that is stuck or frozen (SIGSTOP), or a machine waking from
-  sleep past the lease, cannot delay it;
+  left running -- every process below it but the runner, what the module
+  started at import, and multiprocessing's forkserver and resource tracker --
+  before it tells the worker, and its lease timer stays armed until they are
+  gone, so a frozen worker cannot delay it; the reply names them
+  (``leftovers``). Threads the run left running (not the module's own, nor
+  an idle worker of a stdlib thread pool) cannot be stopped alone: the
+  warden then ends the whole host, and the next group gets a new one;
+* it ends every process of the host when the worker dies, when the worker
+  asks (:meth:`ProcessorHost.kill`, which returns once they are gone), when
+  the runner dies, and when the lease the worker last reported runs out --
+  a kernel timer on the suspend-aware clock (:mod:`s3wq.host.killtimer`)
+  resumes it with SIGCONT, so a worker that is stuck or frozen, a process
+  of the run that stopped the warden, or a machine waking from sleep past
+  the lease cannot delay it;
 * the runner's own kernel timer kills it at the same moment, even while the
   processor holds the GIL in native code.
 
-Off Linux (macOS: no subreaper, no /proc) the warden ends the host's
-process group instead, and sees only threads left running: a process that
-left the group (``setsid``) escapes, and one left in it runs until the host
-ends.
+When the warden itself dies (a processor killed it: ``os.kill(os.getppid(),
+SIGKILL)``, ``pkill``), the reaper ends every process still below it, and
+says what they were. A process of the host that would not die (another
+user's, one in uninterruptible sleep), or a reaper that did not end cleanly,
+makes the run :class:`Unkillable`: nothing is written, and the lock is left
+to its lease.
 
-The processor can end or freeze the warden itself (``os.kill(os.getppid(),
-SIGKILL)``, ``os.killpg(0, SIGKILL)``, SIGSTOP). :meth:`ProcessorHost.kill`
-sends SIGCONT with its SIGTERM, so a stopped warden still ends the host;
-after a warden that ended uncleanly it kills the host's process group, and
-where the host adopts orphans (``s3wq work``, Lambda: the worker is then
-the child subreaper of what a dead warden leaves) it ends them as the
-warden would. Where it cannot show them gone (an embedding program, which
-adopts none; off Linux) the run is :class:`Unkillable`.
+Off Linux (macOS: no subreaper, no /proc) the host ends its process group
+instead, and sees only threads left running: a process that left the group
+(``setsid``) escapes, and one left in it runs until the host ends.
 
 This module is the worker's side.
 
-Wire format (pickled tuples over a socket pair):
+Wire format (pickled tuples over a socket pair to the warden):
 worker -> host: ("run", hash, paths, worker_id, attempt, owner, deadline_epoch, held_until), ("lease", held_until), ("exit",)
 host -> worker: ("ready", contained) | ("load_error", message) first, then per run
                 ("done", input errors, the first of them, leftovers, host ending) |
-                ("raised", error, traceback, the processor's own frame, leftovers, host ending) | ("died", exit code, lease over)
+                ("raised", error, traceback, the processor's own frame, leftovers, host ending) |
+                ("died", the runner's exit code, lease over, leftovers)
+reaper -> worker, as it exits (a pipe): one JSON line, {"warden": exit code, "ended": names, "survived": names}
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 
 from s3wq.errors import ProcessorNotFound
-from s3wq.host.orphans import ORPHANS as _ORPHANS  # this process's: one for every host it starts
-from s3wq.host.warden import EXIT_ENDED
+from s3wq.host.containment import describe_leftovers
+from s3wq.host.procfs import oom_kills
+from s3wq.host.reaper import WARDEN_GRACE_SECONDS
+from s3wq.host.run_ends import Raised, Returned, Unkillable, describe_exit
+from s3wq.host.runner_process import HOST_PATH_ENV
+from s3wq.host.warden import EXIT_ENDED, GIVE_UP_SECONDS
 from s3wq.inputs import ANYTHING, InputPolicy, policy_to_json
 from s3wq.protocol import clock
-from s3wq.protocol.tracebacks import ErrorFrame
 
-# How long kill() waits for the warden to end the host: longer than the warden keeps trying itself.
-KILL_WAIT_SECONDS = 15.0
-# Not ``-m s3wq.host.warden``: the package imports it before runpy would run it as __main__.
-_HOST_ENTRY = "import sys; from s3wq.host.warden import host_main; host_main(sys.argv[1:])"
-
-
-@dataclass(frozen=True)
-class Returned:
-    """The processor returned; ``input_errors``: how many inputs it reported it could not use, and the first of them."""
-
-    input_errors: int = 0
-    inputs: tuple = ()
-    # What the run left running behind it, that had to be killed ("" if nothing): the run is then not done.
-    leftovers: str = ""
+# How long kill() waits for the reaper to end the host: longer than it waits for the warden and then keeps trying itself.
+KILL_WAIT_SECONDS = WARDEN_GRACE_SECONDS + GIVE_UP_SECONDS + 3.0
+# Not ``-m s3wq.host.reaper``: the package imports it before runpy would run it as __main__. The folder that
+# holds s3wq goes last on the path: the reaper and the warden import the stdlib's modules, never a same-named file.
+_HOST_ENTRY = "import sys; sys.path.append(sys.argv[1]); from s3wq.host.reaper import reaper_main; reaper_main(sys.argv[2:])"
+_S3WQ_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass(frozen=True)
-class Raised:
-    """The processor raised (or its host died): one attempt used; ``frame``: the deepest line of the processor's own code."""
+class ReaperReport:
+    """What the reaper said as it exited: the warden's exit code (None: not seen), and what it had to end itself, or could not."""
 
-    error: str
-    traceback: str = ""
-    frame: ErrorFrame | None = None
-    # What the run left running behind it, that had to be killed ("" if nothing).
-    leftovers: str = ""
+    warden: int | None = None
+    ended: tuple[str, ...] = ()
+    survived: tuple[str, ...] = ()
 
-
-@dataclass(frozen=True)
-class Unkillable:
-    """A process of the host would not die, or the host could not show that it did: the run is not known to be over."""
-
-
-def processor_traceback(exc: BaseException) -> list[str]:
-    """The traceback from the processor's own frame down: s3wq's frame that called it says nothing."""
-    return traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
-
-
-def one_line_error(exc: BaseException) -> str:
-    return traceback.format_exception_only(type(exc), exc)[-1].strip()[:2000]
-
-
-def _describe_exit(code: int | None, lease_over: bool = False) -> str:
-    if lease_over:
-        return "the processor host stopped it: the lease it last heard of had run out"
-    if code is None:
-        return "the processor host stopped answering"
-    if code < 0:
+    @classmethod
+    def read(cls, fd: int) -> ReaperReport | None:
+        """The report in the pipe ``fd`` (non-blocking), or None if the reaper wrote none (it was killed)."""
         try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"the processor host was killed by {name} (out of memory, or a crash in native code)"
-    return f"the processor host exited with code {code}"
+            line = os.read(fd, 65536)
+            doc = json.loads(line)
+            return cls(doc["warden"], tuple(doc["ended"]), tuple(doc["survived"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
 
 def _signal_quietly(pid: int, signum: int, *, group: bool = False) -> None:
@@ -137,32 +119,48 @@ def _signal_quietly(pid: int, signum: int, *, group: bool = False) -> None:
 
 
 def _resume(pid: int) -> None:
-    """SIGCONT: a warden the processor stopped (SIGSTOP) could not handle the SIGTERM sent with it."""
+    """SIGCONT: a reaper the processor stopped (SIGSTOP) could not handle the SIGTERM sent with it."""
     _signal_quietly(pid, signal.SIGCONT)
 
 
 class ProcessorHost:
     """Worker side of a processor host: start it, run a group, tell it about the lease, kill it."""
 
-    def __init__(self, processor_spec: str, workspace_uri: str, *, input_policy: InputPolicy = ANYTHING, adopt_orphans: bool = False):
+    def __init__(self, processor_spec: str, workspace_uri: str, *, input_policy: InputPolicy = ANYTHING):
         self.processor_spec = processor_spec
         self.workspace_uri = workspace_uri
         # What the processor's ctx.read_input may read (on Lambda: S3, in the allowed locations only).
         self.input_policy = input_policy
-        self._process: subprocess.Popen | None = None
-        self._conn: Connection | None = None
+        self._process: subprocess.Popen | None = None  # the reaper
+        self._conn: Connection | None = None  # to the warden
+        self._report_fd: int | None = None  # the reaper's last word
+        self.last_report: ReaperReport | None = None
         self._held_until = 0.0  # the lease the host last heard of
         # Whether the host's warden sees every process it holds (Linux), or ends its process group (elsewhere).
         self._contained = False
-        # Whether the warden said "ready": it had its SIGTERM handler then, so SIGTERM's own action is no clean end.
+        # Whether the host said "ready": its reaper had its SIGTERM handler then, so SIGTERM's own action is no clean end.
         self._ready = False
-        # Whether this process becomes the subreaper of what a dead warden leaves, and ends it (``s3wq work``, Lambda).
-        self.adopt_orphans = adopt_orphans
+        self._oom_kills_at_run: int | None = None
         self.starts = 0
 
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    def _command(self, conn_fd: int, report_fd: int) -> list[str]:
+        return [
+            sys.executable,
+            "-P",  # no current directory on the path: a file there named like a module the host imports is not imported
+            "-c",
+            _HOST_ENTRY,
+            _S3WQ_ROOT,
+            str(report_fd),
+            str(os.getpid()),
+            str(conn_fd),
+            self.processor_spec,
+            self.workspace_uri,
+            policy_to_json(self.input_policy),
+        ]
 
     def start(self, wake_fds: Sequence[int] = ()) -> bool:
         """Start the host if it is not running and wait until its processor is loaded.
@@ -174,33 +172,28 @@ class ProcessorHost:
         if self.running:
             return True
         self.kill()
-        if self.adopt_orphans:
-            _ORPHANS.adopt()
         ours, theirs = socket.socketpair()
-        # The host must import exactly what this process imports (on Lambda
-        # the task root is on sys.path, not on PYTHONPATH).
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        if self.adopt_orphans:
-            name, _, value = _ORPHANS.mark.decode().partition("=")
-            env[name] = value
-        command = [
-            sys.executable,
-            "-c",
-            _HOST_ENTRY,
-            str(theirs.fileno()),
-            str(os.getpid()),
-            self.processor_spec,
-            self.workspace_uri,
-            policy_to_json(self.input_policy),
-        ]
+        report_read, report_write = os.pipe()
+        os.set_blocking(report_read, False)
+        # The runner imports exactly what this process imports (on Lambda the task root is on sys.path, not on
+        # PYTHONPATH); the reaper and the warden start without it (see HOST_PATH_ENV).
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+        env[HOST_PATH_ENV] = os.pathsep.join(p for p in sys.path if p)
         try:
-            self._process = subprocess.Popen(command, pass_fds=(theirs.fileno(),), start_new_session=True, env=env)
+            self._process = subprocess.Popen(
+                self._command(theirs.fileno(), report_write),
+                pass_fds=(theirs.fileno(), report_write),
+                start_new_session=True,
+                env=env,
+            )
         except BaseException:
             ours.close()
+            os.close(report_read)
             raise
         finally:
             theirs.close()
-        _ORPHANS.wardens.add(self._process.pid)
+            os.close(report_write)
+        self._report_fd = report_read
         self._ready = False
         self._conn = Connection(ours.detach())
         self.starts += 1
@@ -215,7 +208,7 @@ class ProcessorHost:
                 break
         message = self._receive()
         if message is None or message[0] != "ready":
-            reason = message[1] if message and message[0] == "load_error" else _describe_exit(self._process.poll())
+            reason = message[1] if message and message[0] == "load_error" else describe_exit(self._process.poll())
             self.kill()
             raise ProcessorNotFound(reason)
         self._contained = message[1]
@@ -238,6 +231,7 @@ class ProcessorHost:
         self, hash_: str, paths: Sequence[str], *, worker_id: str, attempt: int, owner: str, deadline_epoch: float, held_until: float
     ) -> None:
         self._held_until = held_until
+        self._oom_kills_at_run = oom_kills()
         self._send(("run", hash_, list(paths), worker_id, attempt, owner, deadline_epoch, held_until))
 
     def lease(self, held_until: float) -> None:
@@ -253,63 +247,78 @@ class ProcessorHost:
         ready = wait([self._conn, *wake_fds], timeout=max(0.0, timeout))
         if self._conn not in ready:
             if self._process.poll() is not None:  # gone without a word
-                return self._died(self._process.returncode)
+                return self._warden_died()
             return None
         message = self._receive()
         if message is None:  # the warden exited (it holds the other end alone)
-            return self._died(None)
+            return self._warden_died()
         kind, *fields = message
         if kind == "died":
-            return self._died(fields[0], fields[1])
+            return self._runner_died(*fields)
         *details, leftovers, host_ending = fields
         end = Returned(details[0], tuple(details[1]), leftovers=leftovers) if kind == "done" else Raised(*details, leftovers=leftovers)
         if host_ending and not self.kill():
             return Unkillable()
         return end
 
-    def _died(self, code: int | None, lease_over: bool = False) -> Raised | Unkillable:
-        """The runner died (``code``: its exit code), or the warden did (None: its own)."""
-        warden = self._process
+    def _out_of_memory(self) -> bool | None:
+        now = oom_kills()
+        return None if now is None or self._oom_kills_at_run is None else now > self._oom_kills_at_run
+
+    def _runner_died(self, code: int | None, lease_over: bool, leftovers: str) -> Raised | Unkillable:
+        """The runner died (``code``: its exit code); the warden has ended the host, and named what the run left."""
+        out_of_memory = self._out_of_memory()
         if not self.kill():
             return Unkillable()
-        if code is None:
-            code = warden.returncode
         # The host ends itself at the lease it last heard of; a death after that is its doing.
-        return Raised(_describe_exit(code, lease_over or clock.now() >= self._held_until))
+        over = lease_over or clock.now() >= self._held_until
+        return Raised(describe_exit(code, lease_over=over, out_of_memory=out_of_memory), leftovers=leftovers, host_died=True)
+
+    def _warden_died(self) -> Raised | Unkillable:
+        """The warden exited without a word (killed, crashed): the reaper ends what it left, and names it."""
+        out_of_memory = self._out_of_memory()
+        if not self.kill():
+            return Unkillable()
+        report = self.last_report or ReaperReport()
+        if clock.now() >= self._held_until:
+            return Raised(describe_exit(report.warden, lease_over=True), leftovers=describe_leftovers(report.ended, []), host_died=True)
+        error = describe_exit(report.warden, out_of_memory=out_of_memory, whose="the processor host's warden")
+        return Raised(error, leftovers=describe_leftovers(report.ended, []), host_died=True)
 
     def kill_now(self) -> None:
-        """Ask the warden to end the host, without waiting (a second Ctrl-C: the worker exits at once)."""
+        """Ask the reaper to end the host, without waiting (a second Ctrl-C: the worker exits at once)."""
         if self._process is not None:
             _signal_quietly(self._process.pid, signal.SIGTERM)
 
     def kill(self) -> bool:
-        """Have the warden end every process of the host, and return once they are gone.
+        """Have the host end every process of it, and return once they are gone.
 
-        False if they are not known to be gone: one would not die (the warden
-        says so), or the warden did not end cleanly (killed, crashed, or not
-        ended within KILL_WAIT_SECONDS) and what it left could not be shown
-        gone: its process group is killed, and where the host adopts orphans
-        they are swept (elsewhere whatever left the group may still run). The
-        caller must then leave the group's lock to go stale: nothing it
-        writes may land beside a process of the run.
+        False if they are not known to be gone: one would not die (the
+        reaper says so), or the reaper did not end cleanly (killed, or not
+        ended within KILL_WAIT_SECONDS): its process group is killed, and
+        whatever else it held may still run. The caller must then leave the
+        group's lock to go stale: nothing it writes may land beside a process
+        of the run.
         """
         gone = True
         if self._process is not None:
-            warden = self._process
-            if warden.poll() is None:
-                _signal_quietly(warden.pid, signal.SIGTERM)
-                _resume(warden.pid)
+            reaper = self._process
+            if reaper.poll() is None:
+                _signal_quietly(reaper.pid, signal.SIGTERM)
+                _resume(reaper.pid)
                 try:
-                    warden.wait(timeout=KILL_WAIT_SECONDS)
+                    reaper.wait(timeout=KILL_WAIT_SECONDS)
                 except subprocess.TimeoutExpired:
-                    _signal_quietly(warden.pid, signal.SIGKILL, group=True)
-                    warden.wait()
+                    _signal_quietly(reaper.pid, signal.SIGKILL, group=True)
+                    reaper.wait()
                     gone = False
-            _ORPHANS.wardens.discard(warden.pid)
-            if not (gone and self._ended_cleanly(warden.returncode)):
-                gone = self._end_what_it_left(warden.pid)
+            self.last_report = ReaperReport.read(self._report_fd)
+            os.close(self._report_fd)
+            self._report_fd = None
+            if not (gone and self._ended_cleanly(reaper.returncode)):
+                _signal_quietly(reaper.pid, signal.SIGKILL, group=True)  # off Linux, what is still in its group
+                gone = False
             self._process = None
-        _ORPHANS.reap()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -318,18 +327,11 @@ class ProcessorHost:
     def _ended_cleanly(self, code: int) -> bool:
         if code == EXIT_ENDED:
             return True
-        # SIGTERM's own action before the warden could handle it: before "ready", so before it forked anything.
+        # SIGTERM's own action before the reaper could handle it: before "ready", so before it forked anything.
         if code == -signal.SIGTERM and not self._ready:
             return True
-        # Off Linux the warden ends its own process group, itself with it.
+        # Off Linux the host ends its own process group, the reaper with it.
         return code == -signal.SIGKILL and not self._contained
-
-    def _end_what_it_left(self, group: int) -> bool:
-        """After an unclean end: kill the host's process group (the processor's own children), then sweep the orphans."""
-        _signal_quietly(group, signal.SIGKILL, group=True)
-        # Only a host that adopts its orphans can show them gone: this process may be the subreaper for another
-        # host that does, but what this host's warden left was never marked, and may have gone anywhere.
-        return self.adopt_orphans and _ORPHANS.sweep()
 
     def close(self) -> None:
         """Let an idle host exit by itself; kill it if it does not."""

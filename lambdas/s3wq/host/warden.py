@@ -1,16 +1,18 @@
-"""The processor host's own side: the warden, which alone ends the host's processes, and forks the runner.
+"""The processor host's middle process: the warden, which ends the host's processes, and forks the runner.
 
-The host is two processes in a session of their own: a *warden*, the
-session leader, which runs no user code and holds no GIL for long, and the
-*runner* it forks (:mod:`s3wq.host.runner_process`), which loads the
-processor and runs groups. The warden
-relays messages between the worker (:class:`s3wq.host.sandbox.ProcessorHost`)
-and the runner. It alone ends the host's processes (see
-:mod:`s3wq.host.containment`): a run's leftovers when the run ends, before the
-worker hears of its end; and every process of the host when the worker is
-gone, when the lease it last heard of has run out (a kernel timer on the
-suspend-aware clock wakes it), when the worker asks, or when the runner
-dies. Its exit code says whether they all died.
+The host is three processes in a session of their own: the *reaper*
+(:mod:`s3wq.host.reaper`), which ends whatever the warden leaves; the
+*warden* it forks, which runs no user code and holds no GIL for long; and
+the *runner* the warden forks (:mod:`s3wq.host.runner_process`), which loads
+the processor and runs groups. Each is alone in its process group. The
+warden relays messages between the worker
+(:class:`s3wq.host.sandbox.ProcessorHost`) and the runner. It ends the
+host's processes (see :mod:`s3wq.host.containment`): a run's leftovers when
+the run ends, before the worker hears of its end; and every process of the
+host when the worker is gone, when the lease it last heard of has run out (a
+kernel timer on the suspend-aware clock resumes it with SIGCONT, so a
+process of the run that stopped it cannot delay that), when the worker asks,
+or when the runner dies. Its exit code says whether they all died.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from multiprocessing.connection import Connection, wait
 
 from s3wq.host.containment import KeptAppearing, ProcessTree, describe_leftovers, not_kept
 from s3wq.host.killtimer import KillTimer
-from s3wq.host.procfs import Member
+from s3wq.host.procfs import Member, read_stat
 from s3wq.host.runner_process import REAP, SELF_STOP_GRACE_SECONDS, runner_main
 from s3wq.inputs import policy_from_json
 from s3wq.protocol import clock
@@ -35,21 +37,27 @@ from s3wq.protocol import clock
 _WATCH_SLICE_SECONDS = 0.5
 _PR_SET_PDEATHSIG = 1
 
-# Signals that end the host: the worker's death (PR_SET_PDEATHSIG), the lease's end (the warden's timer), a kill request.
-_ENDING_SIGNALS = (signal.SIGHUP, signal.SIGALRM, signal.SIGTERM)
+# Signals that end the host: the reaper's death (PR_SET_PDEATHSIG), a kill request (the reaper passes the worker's on).
+_ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
+# The lease timer's signals: SIGCONT, which the kernel delivers to a stopped process by resuming it, so that a process
+# of the run that stopped the warden (SIGSTOP) cannot hold the host past the lease; SIGALRM where there is no kernel
+# timer on the lease clock (setitimer sends it). Repeated every _LEASE_TIMER_REPEAT_SECONDS after the deadline, in
+# case something stops the warden again as it resumes.
+_LEASE_TIMER_SIGNALS = (signal.SIGCONT, signal.SIGALRM)
+_LEASE_TIMER_REPEAT_SECONDS = 0.1
 # The warden's exit codes: every process of the host is gone; some would not die (ProcessorHost.kill reads them).
 EXIT_ENDED = 0
 EXIT_MEMBERS_SURVIVED = 75
 # How long the warden keeps killing a process that will not die (uninterruptible sleep) before it says so;
 # a process torn down with a large memory or a GPU context can take seconds to exit after SIGKILL.
-_GIVE_UP_SECONDS = 10.0
+GIVE_UP_SECONDS = 10.0
 # How long a runner whose socket closed may take to be reaped before it counts as gone without a code.
 _RUNNER_EXIT_SECONDS = 1.0
 # How long a run's leftovers may keep reappearing as they are frozen before the runner counts as starting them.
 _RESPAWN_SECONDS = 1.0
 
 
-def _prctl_pdeathsig(signum: int) -> None:
+def prctl_pdeathsig(signum: int) -> None:
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
@@ -66,13 +74,18 @@ class _Warden:
         self.runner_code: int | None = None
         self.baseline: set[tuple[int, int]] = set()  # processes the module started at import: its own, never a run's
         self.deadline: float | None = None  # while a run is in progress
-        self.lease_over = KillTimer(signal.SIGALRM)
+        self.lease_over = KillTimer(signal.SIGCONT)
         self.worker: Connection | None = None
         self.runner: Connection | None = None
         self._ending = False
 
     def on_signal(self, signum: int, frame: object) -> None:
         self.end_host()
+
+    def on_lease_timer(self, signum: int, frame: object) -> None:
+        # SIGCONT also comes from whoever resumes a stopped warden (ProcessorHost.kill does): only the deadline ends the host.
+        if self.deadline is not None and clock.now() >= self.deadline:
+            self.end_host()
 
     def reap(self) -> None:
         """Wait for every dead child of the warden: the runner (keeping its exit code), and the orphans it inherited."""
@@ -99,7 +112,7 @@ class _Warden:
         """
         try:
             killed, survivors = self.tree.end(
-                select, reap=self.reap, within=_GIVE_UP_SECONDS, settle_within=settle_within, zombies_too=zombies_too
+                select, reap=self.reap, within=GIVE_UP_SECONDS, settle_within=settle_within, zombies_too=zombies_too
             )
         except KeptAppearing as exc:
             if settle_within is not None:
@@ -111,7 +124,7 @@ class _Warden:
             self.tree.end(dict.values, reap=self.reap, within=0.0)  # one round at the rest of the host: the runner, the module's own
             names = describe_leftovers([m.name for m in survivors], [])
             print(
-                f"s3wq: the processor host could not end {names} in {_GIVE_UP_SECONDS:g} s ({why}): its group is left to its lease",
+                f"s3wq: the processor host could not end {names} in {GIVE_UP_SECONDS:g} s ({why}): its group is left to its lease",
                 file=sys.stderr,
                 flush=True,
             )
@@ -146,9 +159,24 @@ class _Warden:
         # Only the exact processes of "ready" are the module's: what they start later (a forkserver's child) is a run's.
         return [m for m in not_kept(members, self.baseline) if m.pid != self.runner_pid]
 
+    def keep(self, pids: Sequence[int]) -> None:
+        """Count as the module's own the runner's children of ``pids`` (multiprocessing's forkserver and resource tracker).
+
+        multiprocessing starts them at first use, inside a run, and keeps them
+        for the rest of the process: killed as a run's leftovers, every run
+        that used a pool would fail, and the next would find them dead. Only
+        a live direct child of the runner qualifies; what they start later (a
+        pool's workers) is a run's, as for every process of the module.
+        """
+        for pid in pids:
+            member = read_stat(pid)
+            if member is not None and member.parent == self.runner_pid and member.alive:
+                self.baseline.add(member.key)
+
     def finish_run(self, reply: tuple) -> None:
         """A run ended: end what it left running, and only then tell the worker; threads left running end the host."""
-        *fields, threads = reply
+        *fields, kept, threads = reply
+        self.keep(kept)
         host_ending = bool(threads)
         if threads and self.tree.contained:
             # A thread cannot be stopped alone, and it may be starting processes: the runner goes first, with the host.
@@ -183,9 +211,16 @@ class _Warden:
             self.end_host()  # the worker is gone: so is its claim
 
     def _runner_died(self) -> None:
+        """The runner is gone (it crashed, or a processor killed its own process group): end the host, then say what its run left."""
         over = self.deadline is not None and clock.now() >= self.deadline - SELF_STOP_GRACE_SECONDS
-        self.tell_worker(("died", self.runner_code, over))
-        self.end_host()
+        self._ending = True
+        killed = self._end_members(dict.values, zombies_too=True)
+        left = describe_leftovers([m.name for m in killed if m.pid != self.runner_pid and m.key not in self.baseline], [])
+        try:
+            self.worker.send(("died", self.runner_code, over, left))
+        except OSError:
+            pass  # the worker is gone: the host is ended all the same
+        os._exit(EXIT_ENDED)
 
     def _from_worker(self, runner: Connection) -> None:
         try:
@@ -199,7 +234,7 @@ class _Warden:
         elif message[0] == "lease" and self.deadline is not None:  # one sent as the run ended is old news
             self.deadline = message[1] + SELF_STOP_GRACE_SECONDS
         if self.deadline is not None:
-            self.lease_over.arm(self.deadline)
+            self.lease_over.arm(self.deadline, repeat=_LEASE_TIMER_REPEAT_SECONDS)
         try:
             runner.send(message)
         except OSError:
@@ -252,22 +287,25 @@ class _Warden:
                 self._runner_died()
 
 
-# What the runner sends, by kind: how many fields follow (a run's end ends with its leftover threads).
-_RUNNER_FIELDS = {"ready": 0, "load_error": 1, "done": 3, "raised": 4}
+# What the runner sends, by kind: how many fields follow (a run's end ends with the processes it keeps and its leftover threads).
+_RUNNER_FIELDS = {"ready": 0, "load_error": 1, "done": 4, "raised": 5}
 
 
 def _well_formed(reply: object) -> bool:
     return isinstance(reply, tuple) and bool(reply) and _RUNNER_FIELDS.get(reply[0]) == len(reply) - 1
 
 
-def host_main(argv: Sequence[str]) -> None:
-    fd, parent_pid, processor_spec, workspace_uri, input_policy = argv
+def host_main(argv: Sequence[str], *, parent_pid: int, tell_runner: int | None = None) -> None:
+    """The warden, below the reaper (``parent_pid``): fork the runner, write its pid and start time to ``tell_runner``, and watch."""
+    fd, processor_spec, workspace_uri, input_policy = argv
     warden = _Warden()  # before the runner exists: every process of the host is to be the warden's
     # Handled signals, not SIGKILL: the warden must live to end every process of the host.
     for signum in _ENDING_SIGNALS:
         signal.signal(signum, warden.on_signal)
-    _prctl_pdeathsig(signal.SIGHUP)
-    if os.getppid() != int(parent_pid):  # the worker died before we could ask to hear of it
+    for signum in _LEASE_TIMER_SIGNALS:
+        signal.signal(signum, warden.on_lease_timer)
+    prctl_pdeathsig(signal.SIGHUP)
+    if os.getppid() != parent_pid:  # the reaper died before we could ask to hear of it
         warden.end_host()
     worker = Connection(int(fd))
     ours, theirs = socket.socketpair()
@@ -275,12 +313,23 @@ def host_main(argv: Sequence[str]) -> None:
     if runner_pid == 0:
         worker.close()
         ours.close()
-        _prctl_pdeathsig(signal.SIGKILL)  # the runner dies with its warden
-        for signum in _ENDING_SIGNALS:
+        if tell_runner is not None:
+            os.close(tell_runner)
+        prctl_pdeathsig(signal.SIGKILL)  # the runner dies with its warden
+        for signum in (*_ENDING_SIGNALS, *_LEASE_TIMER_SIGNALS):
             signal.signal(signum, signal.SIG_DFL)
+        if warden.tree.contained:
+            # A processor's os.killpg(0, ...) -- "end everything I started" -- ends the runner's group, not the warden.
+            os.setpgid(0, 0)
         try:
             runner_main(Connection(theirs.detach()), processor_spec, workspace_uri, policy_from_json(input_policy))
         finally:
             os._exit(0)
     theirs.close()
+    if tell_runner is not None:
+        runner = read_stat(runner_pid)
+        try:
+            os.write(tell_runner, f"{runner_pid} {runner.started if runner else 0}\n".encode())
+        finally:
+            os.close(tell_runner)
     warden.watch(worker, Connection(ours.detach()), runner_pid)

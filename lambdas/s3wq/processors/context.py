@@ -25,6 +25,40 @@ def _always_held() -> bool:
     return True
 
 
+class RunStore:
+    """The workspace's store as a run sees it through ``ctx.backend``: reads as the store answers them; writes only while the claim is held.
+
+    A thread or process the run handed ``ctx`` to (a module's writer thread,
+    a callback that fires late) must not write for a group once its run has
+    ended: the group may be done, or another worker's, by then. Every write
+    checks the claim first and raises LeaseLost, writing nothing, when the
+    run has ended or its claim is not certainly held.
+    """
+
+    def __init__(self, store: Backend, ctx: ProcessorContext):
+        self._store = store
+        self._ctx = ctx
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)  # reads, and the store's attributes (uri, atomic_writes...)
+
+    def create(self, key: str, body: bytes) -> str:
+        self._ctx.check_held(f"{key} not created")
+        return self._store.create(key, body)
+
+    def replace(self, key: str, body: bytes, etag: str) -> str:
+        self._ctx.check_held(f"{key} not replaced")
+        return self._store.replace(key, body, etag)
+
+    def delete(self, key: str, etag: str | None = None) -> None:
+        self._ctx.check_held(f"{key} not deleted")
+        self._store.delete(key, etag)
+
+    def write(self, key: str, body: bytes) -> str:
+        self._ctx.check_held(f"{key} not written")
+        return self._store.write(key, body)
+
+
 @dataclass
 class ProcessorContext:
     """What a processor knows of its run.
@@ -54,6 +88,11 @@ class ProcessorContext:
     input_errors: list[dict] = field(default_factory=list)
     input_error_count: int = 0
 
+    def __post_init__(self) -> None:
+        # The store itself stays the context's own (write_result checks the claim itself); the processor gets the checked view.
+        self._store = self.backend
+        self.backend = RunStore(self.backend, self)
+
     def record_input_error(self, path: str, error: str) -> None:
         """Report an input this processor could not use, while the group as a whole succeeds.
 
@@ -61,6 +100,8 @@ class ProcessorContext:
         done flag and lists them under ``input_errors/``, so ``s3wq status``
         and ``s3wq failures --inputs`` show them without reading any result.
         """
+        if self._run_over:  # a count the worker has already written to the done flag: a late one would be lost unseen
+            raise LeaseLost(f"the run on group {self.group.hash} has ended: input error of {path} not recorded")
         self.input_error_count += 1
         if len(self.input_errors) < MAX_INPUT_ERRORS_KEPT:
             self.input_errors.append({"path": path, "error": str(error)[:500]})
@@ -76,9 +117,16 @@ class ProcessorContext:
         """The runner's, as the processor returns or raises: the claim is the worker's alone from now on."""
         self._run_over = True
 
+    def check_held(self, what: str) -> None:
+        """Raise LeaseLost (``what``: what is then not done) unless the run goes on and its claim is certainly held."""
+        if self._run_over:
+            raise LeaseLost(f"the run on group {self.group.hash} has ended: {what}")
+        if not self._held():
+            raise LeaseLost(f"the claim on group {self.group.hash} is no longer held: {what}")
+
     def _s3_client(self) -> Any:
         if self._s3 is None:
-            self._s3 = self.backend.s3 if isinstance(self.backend, S3Backend) else make_s3_client()
+            self._s3 = self._store.s3 if isinstance(self._store, S3Backend) else make_s3_client()
         return self._s3
 
     def read_input(self, path: str) -> bytes:
@@ -120,7 +168,6 @@ class ProcessorContext:
         Raises LeaseLost, writing nothing, once the claim is no longer certainly held.
         """
         body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
-        if not self.claim_is_held():
-            raise LeaseLost(f"the claim on group {self.group.hash} is no longer held; result not written")
-        self.backend.write(self.result_key, body)
-        return f"{self.backend.uri.rstrip('/')}/{self.result_key}"
+        self.check_held("result not written")
+        self._store.write(self.result_key, body)
+        return f"{self._store.uri.rstrip('/')}/{self.result_key}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from s3wq.host.sandbox import Raised, Returned
+from s3wq.host.run_ends import Raised, Returned
 from s3wq.protocol.bodies import ERROR, LEFTOVER, MAX_ERROR_CHARS
 from s3wq.protocol.tracebacks import ErrorFrame
 
@@ -77,7 +77,9 @@ def failure_of(end: Returned | Raised) -> Failure | None:
 
     def error(left: str) -> str:
         text = f"the run left {left} running behind it"
-        return (text if raised is None else f"{text}. It raised {raised.error}")[:MAX_ERROR_CHARS]
+        if raised is not None:
+            text = f"{text}, and {raised.error}" if raised.host_died else f"{text}. It raised {raised.error}"
+        return text[:MAX_ERROR_CHARS]
 
     # What was left may carry numbers that differ from run to run of one bug
     # (a thread's "Thread-7", a process id): the breaker compares the rest.

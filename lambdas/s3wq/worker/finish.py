@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable
 
 from s3wq.config import MIN_RUN_SECONDS, WorkerSettings
+from s3wq.host.run_ends import Returned
 from s3wq.host.runners import UNKILLABLE, Stopped
-from s3wq.host.sandbox import Returned
 from s3wq.model import Group, GroupOutcome
 from s3wq.protocol.bodies import ERROR, INTERRUPTED, TIMEOUT
 from s3wq.protocol.claims import Claim, ClaimProtocol

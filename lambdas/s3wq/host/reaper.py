@@ -1,0 +1,176 @@
+"""The processor host's outermost process: the reaper, which ends whatever the warden could not.
+
+The warden (:mod:`s3wq.host.warden`) ends a run's processes, and every
+process of the host when the host must end. A processor can still end the
+warden by mistake -- ``os.killpg`` on a group it shares, ``pkill python`` --
+and a process of the run can leave every mark a scan could find it by: its
+environment (``env -i``, ``Popen(env=...)``), its title (``setproctitle``
+overwrites the environment's memory), its session (``setsid``). What it
+cannot leave is its ancestry: on Linux a process whose parent dies is
+reparented to the nearest *child subreaper* above it, and nothing moves it
+anywhere else. The reaper is that subreaper, above the warden. It runs no
+user code, it is the session leader and alone in its process group (the
+warden and the runner each have a group of their own), and its only child is
+the warden; so every process below it is the host's, by a rule no process
+can shed, and the worker's own children are never in question.
+
+It waits for the warden. When the warden exits -- cleanly, once it has ended
+the host, or not (killed, crashed) -- the reaper ends every process still
+below it, freezing them first, as the warden does. A stop request (SIGTERM
+from :meth:`s3wq.host.sandbox.ProcessorHost.kill`, SIGHUP when the worker
+dies) goes on to the warden, with SIGCONT in case a process of the run
+stopped it; a warden that does not end within :data:`WARDEN_GRACE_SECONDS`
+is ended with the rest. The reaper then writes one line to the worker, what
+the warden's exit code was and what it had to end itself, and exits
+:data:`EXIT_ENDED` only if nothing is left below it.
+
+Off Linux (no subreaper, no /proc) the reaper sees nothing below it; it ends
+its process group instead, which a process that left it (``setsid``)
+escapes, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+from collections.abc import Sequence
+
+from s3wq.host.containment import KeptAppearing, ProcessTree
+from s3wq.host.procfs import Member
+from s3wq.host.warden import EXIT_ENDED, EXIT_MEMBERS_SURVIVED, GIVE_UP_SECONDS, host_main, prctl_pdeathsig
+from s3wq.protocol import clock
+
+# How long a warden asked to end the host has before the reaper ends it with the rest: longer than the
+# warden keeps killing a process that will not die (it then exits saying so).
+WARDEN_GRACE_SECONDS = GIVE_UP_SECONDS + 2.0
+# While the warden lives, the reaper wakes this often to reap the orphans it inherited.
+_REAP_SLICE_SECONDS = 0.5
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class _Reaper:
+    def __init__(self) -> None:
+        self.tree = ProcessTree()  # the subreaper of every process of the host, from before the warden exists
+        self.warden_pid = 0
+        self.warden_code: int | None = None
+        self.asked_at: float | None = None  # when a stop request came
+        self.runner: tuple[int, int] | None = None  # the runner's pid and start time, as the warden wrote them
+
+    def on_stop(self, signum: int, frame: object) -> None:
+        if self.asked_at is None:
+            self.asked_at = clock.now()
+        for signum_to_send in (signal.SIGTERM, signal.SIGCONT):
+            try:
+                os.kill(self.warden_pid, signum_to_send)
+            except ProcessLookupError:
+                pass  # gone already: the wait below sees it
+
+    def reap(self) -> None:
+        """Wait for every dead child: the warden (keeping its code), and the orphans this process inherited (all the host's)."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.warden_pid:
+                self.warden_code = os.waitstatus_to_exitcode(status)
+
+    def wait_for_warden(self, wake_fd: int, runner_fd: int) -> None:
+        """Until the warden has exited, or a stop request has waited WARDEN_GRACE_SECONDS for it; hear of the runner meanwhile."""
+        try:
+            warden = os.pidfd_open(self.warden_pid)
+        except (AttributeError, OSError):
+            warden = None  # no pidfd (a kernel before 5.3, macOS): woken by the slice alone
+        while True:
+            self.reap()
+            if self.warden_code is not None:
+                return
+            timeout = _REAP_SLICE_SECONDS
+            if self.asked_at is not None:
+                timeout = self.asked_at + WARDEN_GRACE_SECONDS - clock.now()
+                if timeout <= 0:
+                    return
+            try:
+                watched = [fd for fd in (warden, wake_fd, runner_fd if self.runner is None else None) if fd is not None]
+                readable, _, _ = select.select(watched, [], [], min(timeout, _REAP_SLICE_SECONDS))
+            except InterruptedError:
+                continue
+            if wake_fd in readable:
+                os.read(wake_fd, 512)  # the signal's byte: its handler has run
+            if runner_fd in readable and self.runner is None:
+                self.runner = _runner_identity(runner_fd)
+
+    def end_the_rest(self) -> tuple[list[Member], list[Member]]:
+        """Freeze and kill whatever is still below the reaper: the warden if it would not end, and all it left."""
+        if not self.tree.contained:
+            os.killpg(0, signal.SIGKILL)  # no subreaper, no /proc: the process group, the reaper with it
+        try:
+            return self.tree.end(dict.values, reap=self.reap, within=GIVE_UP_SECONDS, zombies_too=True)
+        except KeptAppearing as exc:  # only raised with settle_within: not asked for here
+            return exc.killed, exc.killed
+
+
+def _runner_identity(fd: int) -> tuple[int, int]:
+    """The runner's pid and start time, as the warden writes them once it has forked it; (0, 0) if it never did."""
+    try:
+        pid, started = os.read(fd, 64).split()
+        return int(pid), int(started)
+    except (OSError, ValueError):
+        return (0, 0)
+
+
+def _report(fd: int, warden_code: int | None, ended: list[Member], survived: list[Member], runner: tuple[int, int] | None) -> None:
+    """One JSON line for the worker: how the warden ended, and what the reaper ended (or could not) itself.
+
+    The runner is left out of what was ended: it dies with its warden (PR_SET_PDEATHSIG), and is not what a run left.
+    """
+    line = {
+        "warden": warden_code,
+        "ended": [m.name for m in ended if m.alive and m.key != runner],
+        "survived": [m.name for m in survived],
+    }
+    try:
+        os.write(fd, json.dumps(line).encode() + b"\n")
+    except OSError:
+        pass  # the worker is gone: the exit code still says whether every process ended
+
+
+def reaper_main(argv: Sequence[str]) -> None:
+    """``status_fd, worker_pid, *warden_argv``: become the host's subreaper, fork the warden, and end what it leaves."""
+    status_fd, parent_pid, *warden_argv = argv
+    status_fd = int(status_fd)
+    reaper = _Reaper()  # before the warden exists: every process of the host is to be below the reaper
+    wake_read, wake_write = os.pipe()
+    runner_read, runner_write = os.pipe()
+    os.set_blocking(runner_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, reaper.on_stop)
+    prctl_pdeathsig(signal.SIGHUP)
+    if os.getppid() != int(parent_pid):  # the worker died before we could ask to hear of it
+        os._exit(EXIT_ENDED)
+    reaper.warden_pid = os.fork()  # no threads, no user code loaded: a safe fork
+    if reaper.warden_pid == 0:
+        for fd in (status_fd, wake_read, wake_write, runner_read):
+            os.close(fd)
+        signal.set_wakeup_fd(-1)
+        for signum in _STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_DFL)
+        try:
+            if reaper.tree.contained:
+                os.setpgid(0, 0)  # a killpg of the warden's group does not reach the reaper
+            host_main(warden_argv, parent_pid=int(os.getppid()), tell_runner=runner_write)
+        finally:
+            os._exit(EXIT_ENDED)
+    os.close(runner_write)
+    reaper.wait_for_warden(wake_read, runner_read)
+    if reaper.runner is None:
+        reaper.runner = _runner_identity(runner_read)  # written before the warden could die, or never
+    ended, survived = reaper.end_the_rest()
+    _report(status_fd, reaper.warden_code, ended, survived, reaper.runner)
+    os._exit(EXIT_MEMBERS_SURVIVED if any(m.alive for m in survived) else EXIT_ENDED)
