@@ -225,6 +225,11 @@ def _add_lease_arguments(p: argparse.ArgumentParser) -> None:
         help=f"how long this worker's lock stays valid without renewal; longer runs renew it every third of it "
         f"(default: the time limit, up to {DEFAULT_LEASE_SECONDS:.0f})",
     )
+    _add_foreign_lock_timeout(p)
+
+
+def _add_foreign_lock_timeout(p: argparse.ArgumentParser) -> None:
+    """How old a lock s3wq cannot read must be to count as stale: for a worker's claims and an operator's repairs alike."""
     p.add_argument(
         "--foreign-lock-timeout",
         type=positive_float,
@@ -276,6 +281,7 @@ def _add_requeue_failed(sub) -> None:
     )
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("--hash", action="append", help="requeue only this group (repeatable)")
+    _add_foreign_lock_timeout(p)
     p.set_defaults(func=cmd_requeue_failed)
 
 
@@ -290,6 +296,7 @@ def _add_reset(sub) -> None:
     p.add_argument("--hash", action="append", help="reset this group (repeatable)")
     p.add_argument("--all", action="store_true", help="reset every done and failed group")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
+    _add_foreign_lock_timeout(p)
     p.set_defaults(func=cmd_reset)
 
 
