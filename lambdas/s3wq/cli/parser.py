@@ -19,6 +19,7 @@ from s3wq.config import (
     DEFAULT_GROUP_TIMEOUT_SECONDS,
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_INPUT_BYTES,
     DEFAULT_PROCESSOR,
     DEFAULT_TIME_LIMIT_SECONDS,
     FOREIGN_LOCK_TIMEOUT_SECONDS,
@@ -205,6 +206,14 @@ def _add_work(sub) -> None:
         help="on an S3 workspace, read local paths the index names (refused by default: anyone who may write the workspace writes its index)",
     )
     _add_input_locations(p, "read")
+    p.add_argument(
+        "--max-input-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_INPUT_BYTES,
+        metavar="BYTES",
+        help="the most one input may hold for ctx.read_input to read it; a larger one is that input's error, "
+        f"told from its size before it is read (default {DEFAULT_MAX_INPUT_BYTES}, {DEFAULT_MAX_INPUT_BYTES // 2**20} MiB)",
+    )
     p.set_defaults(func=cmd_work)
 
 
