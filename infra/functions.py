@@ -56,6 +56,8 @@ class QueueFunctions(Construct):
             environment={
                 **common,
                 s3wq_config.ENV_LEASE: str(settings.worker_timeout_seconds),
+                # The worker's alone: populate reads manifests, not inputs.
+                s3wq_config.ENV_MAX_INPUT_BYTES: str(settings.max_input_bytes),
                 # The worker's alone: no other function runs a group. Unset: no group timeout.
                 **({} if settings.group_timeout_seconds is None else {s3wq_config.ENV_GROUP_TIMEOUT: str(settings.group_timeout_seconds)}),
             },

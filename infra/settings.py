@@ -87,6 +87,8 @@ class DeploySettings:
     group_size: int | None = None
     # The longest one run of a group may last on a worker Lambda (None: what the invocation leaves it).
     group_timeout_seconds: float | None = s3wq_config.DEFAULT_GROUP_TIMEOUT_SECONDS
+    # The most bytes one input may hold for the worker's ctx.read_input (S3WQ_MAX_INPUT_BYTES).
+    max_input_bytes: int = s3wq_config.DEFAULT_MAX_INPUT_BYTES
     # Populate checks that each s3:// path of a manifest exists (a HEAD, or a
     # LIST page per 1,000 keys of its folder); off for manifests too big to check in its time.
     check_inputs: bool = True
@@ -194,6 +196,10 @@ class DeploySettings:
                     f"groupTimeoutSeconds must be from {s3wq_config.MIN_RUN_SECONDS:g} to {most:g} "
                     f"(workerTimeoutSeconds {self.worker_timeout_seconds} less the worker's safety margin), got {self.group_timeout_seconds:g}"
                 )
+        memory_bytes = self.effective_worker_memory_mb * 1024 * 1024
+        if not 1 <= self.max_input_bytes <= memory_bytes:
+            # An input larger than the worker's memory could never be held: the cap would not guard anything.
+            problems.append(f"maxInputBytes must be from 1 to the worker's memory ({memory_bytes} bytes), got {self.max_input_bytes}")
         if self.architecture not in ("arm64", "x86_64"):
             problems.append(f"architecture must be arm64 or x86_64, got {self.architecture!r}")
         if self.alarm_topic_arn is not None and not re.fullmatch(
@@ -284,6 +290,7 @@ CONTEXT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "maxAttempts": ("max_attempts", int),
     "groupSize": ("group_size", int),
     "groupTimeoutSeconds": ("group_timeout_seconds", float),
+    "maxInputBytes": ("max_input_bytes", int),
     "checkInputs": ("check_inputs", _bool),
     "processor": ("processor", str),
     "processorDir": ("processor_dir", str),

@@ -41,6 +41,14 @@ DEFAULT_BREAKER_GROUPS = 3
 # What a worker runs unless told otherwise, on the command line as on Lambda:
 # a default that writes results, never one that marks groups done and drops them.
 DEFAULT_PROCESSOR = "text"
+# The largest input ctx.read_input reads, in bytes: 64 MiB, sized for the
+# smallest worker the stack deploys by default (1,769 MB, text's and ocr's).
+# text holds about five copies of a text input (its bytes, the decoded text,
+# its JSON line, the result's body: 320 MiB); ocr holds one copy of the bytes
+# beside its engine, which peaks at about 1.3 GB. A larger input is that
+# input's error, not the worker's death by out-of-memory, which would cost
+# the group an attempt at every retry.
+DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
 # The longest one run of a group may last, whatever time the worker has
@@ -157,6 +165,8 @@ ENV_GROUP_TIMEOUT = "S3WQ_GROUP_TIMEOUT_SECONDS"
 # Where inputs may lie besides the workspace bucket: comma-separated s3://bucket[/prefix]
 # (the stack's inputBuckets). Populate and the worker refuse anything else, local paths first.
 ENV_INPUT_LOCATIONS = "S3WQ_INPUT_LOCATIONS"
+# The worker's input size cap, in bytes (the stack's maxInputBytes); unset: DEFAULT_MAX_INPUT_BYTES.
+ENV_MAX_INPUT_BYTES = "S3WQ_MAX_INPUT_BYTES"
 
 DEFAULT_WORKERS = 10
 # A Distributed Map runs up to 10,000 child executions at once.
@@ -195,13 +205,18 @@ class LambdaConfig:
     # The only places inputs are read from; None (S3WQ_INPUT_LOCATIONS unset): the workspace's inputs/ folder.
     input_locations: tuple[InputLocation, ...] | None = None
     group_timeout: float | None = DEFAULT_GROUP_TIMEOUT_SECONDS
+    max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
 
     @property
     def input_policy(self) -> InputPolicy:
-        """What populate may index and the worker may read: S3 only, in ``input_locations`` (unset: the workspace's inputs/ folder)."""
+        """What populate may index and the worker may read: S3 only, in ``input_locations`` (unset: the workspace's inputs/ folder).
+
+        A read takes at most ``max_input_bytes`` of one input.
+        """
         from s3wq.inputs import InputPolicy, default_locations
 
-        return InputPolicy.deployed(default_locations(self.workspace) if self.input_locations is None else self.input_locations)
+        locations = default_locations(self.workspace) if self.input_locations is None else self.input_locations
+        return InputPolicy.deployed(locations, max_bytes=self.max_input_bytes)
 
     @classmethod
     def from_env(cls, environ: dict) -> LambdaConfig:
@@ -249,4 +264,5 @@ class LambdaConfig:
             group_timeout=_number(
                 environ, ENV_GROUP_TIMEOUT, DEFAULT_GROUP_TIMEOUT_SECONDS, float, MIN_RUN_SECONDS, DEFAULT_TIME_LIMIT_SECONDS
             ),
+            max_input_bytes=int(_number(environ, ENV_MAX_INPUT_BYTES, DEFAULT_MAX_INPUT_BYTES, int, 1)),
         )

@@ -118,6 +118,10 @@ class InputRefused(InputNotFound):
     """An input lies outside what this deployment may read (a local path on Lambda, another bucket); it was not read."""
 
 
+class InputTooLarge(InputRefused):
+    """An input holds more bytes than the input size cap; it was not read whole."""
+
+
 class IndexCorrupt(S3wqError):
     """An index object exists but cannot be decoded (not zstd, bad CSV, bad catalog)."""
 

@@ -8,16 +8,20 @@ the role may read. The command line on a local workspace takes local paths
 (its quick start), and on an S3 workspace only when asked to.
 
 One policy object answers both questions -- may populate index this source,
-may a processor read this path -- so the two cannot drift apart.
+may a processor read this path -- so the two cannot drift apart. It also
+caps what one read may take: an input too large to hold is that input's
+error, told from its size before its bytes are read.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import BinaryIO
 
-from s3wq.errors import BadWorkspace, ConfigError, InputRefused
+from s3wq.config import DEFAULT_MAX_INPUT_BYTES
+from s3wq.errors import BadWorkspace, ConfigError, InputRefused, InputTooLarge
 from s3wq.store import layout, parse_s3_uri
 
 _GLOB_CHARS = "*?["
@@ -25,6 +29,8 @@ _GLOB_CHARS = "*?["
 _BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 # A reason quotes at most this much of the source: a refused 8 KB line must not make an 8 KB record.
 _SHOWN_CHARS = 200
+# Where an operator raises the input size cap, named in every refusal.
+_RAISE_CAP = "raise it with s3wq work --max-input-bytes, or -c maxInputBytes on the stack"
 
 
 def shown(source: str) -> str:
@@ -105,6 +111,7 @@ class InputPolicy:
     ``locations``: the S3 locations inputs must lie in (None: any bucket, as
     the caller's own credentials allow). ``local``: whether local paths may be
     named at all; ``local_refusal`` says why not, and what to do instead.
+    ``max_bytes``: the most one input may hold to be read.
     """
 
     locations: tuple[InputLocation, ...] | None = None
@@ -112,9 +119,10 @@ class InputPolicy:
     local_refusal: str = "only s3:// inputs are allowed here"
     # A local manifest is read by the command line itself, not by a worker: its lines are the inputs.
     local_manifests: bool = True
+    max_bytes: int = DEFAULT_MAX_INPUT_BYTES
 
     @classmethod
-    def deployed(cls, input_locations: tuple[InputLocation, ...]) -> InputPolicy:
+    def deployed(cls, input_locations: tuple[InputLocation, ...], *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> InputPolicy:
         """The deployed functions' policy: S3 only, in ``input_locations`` and nothing else.
 
         The stack writes them from the list it grants the roles from, so the
@@ -126,6 +134,7 @@ class InputPolicy:
             local=False,
             local_refusal="a deployment reads s3:// inputs only (in its input locations), never the function's own disk",
             local_manifests=False,
+            max_bytes=max_bytes,
         )
 
     @classmethod
@@ -174,20 +183,40 @@ class InputPolicy:
         if reason:
             raise InputRefused(f"input refused: {reason}")
 
+    def read_capped(self, path: str, stream: BinaryIO, size: int | None) -> bytes:
+        """The bytes of ``stream``, the input ``path``, which says it holds ``size`` bytes (None: unknown).
+
+        Raises InputTooLarge without reading when ``size`` is over the cap, and
+        after reading at most one byte past it when the stream holds more than
+        it said (a file that grew, a device). Reads on to the end otherwise, so
+        that a stream that checks its length (botocore's) sees it end.
+        """
+        if size is not None and size > self.max_bytes:
+            raise InputTooLarge(
+                f"input too large: {path} is {size:,} bytes, over the input size cap of {self.max_bytes:,} bytes ({_RAISE_CAP})"
+            )
+        chunks, got = [], 0
+        while got <= self.max_bytes:
+            chunk = stream.read(self.max_bytes + 1 - got)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            got += len(chunk)
+        raise InputTooLarge(f"input too large: {path} holds more than the input size cap of {self.max_bytes:,} bytes ({_RAISE_CAP})")
+
 
 # The command line on a local workspace: anything the user's shell can name.
 ANYTHING = InputPolicy()
 
 
 def policy_to_json(policy: InputPolicy) -> str:
-    """The policy as the processor host receives it on its command line."""
-    locations = None if policy.locations is None else [str(location) for location in policy.locations]
-    return json.dumps(
-        {"locations": locations, "local": policy.local, "local_refusal": policy.local_refusal, "local_manifests": policy.local_manifests}
-    )
+    """The policy as the processor host receives it on its command line: every field, the locations as URIs."""
+    doc = {f.name: getattr(policy, f.name) for f in fields(policy)}
+    doc["locations"] = None if policy.locations is None else [str(location) for location in policy.locations]
+    return json.dumps(doc)
 
 
 def policy_from_json(text: str) -> InputPolicy:
     doc = json.loads(text)
     locations = None if doc["locations"] is None else tuple(InputLocation.parse(item) for item in doc["locations"])
-    return InputPolicy(locations=locations, local=doc["local"], local_refusal=doc["local_refusal"], local_manifests=doc["local_manifests"])
+    return InputPolicy(**{**doc, "locations": locations})

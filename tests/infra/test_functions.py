@@ -145,6 +145,16 @@ def test_the_stack_group_timeout_is_what_the_worker_reads(synth):
     assert config.LambdaConfig.from_env(deployable({**environment, config.ENV_WORKSPACE: "s3://a-bucket/s3wq"})).group_timeout == 120.0
 
 
+@pytest.mark.parametrize("context, cap", [({}, config.DEFAULT_MAX_INPUT_BYTES), ({"maxInputBytes": 1000}, 1000)])
+def test_the_input_size_cap_reaches_the_worker_alone_and_is_what_it_reads(synth, context, cap):
+    """maxInputBytes, or the runtime's one default, in S3WQ_MAX_INPUT_BYTES of the worker: the function that reads inputs."""
+    stack = synth(context)
+    environment = stack.environment("worker")
+    assert config.LambdaConfig.from_env(deployable({**environment, config.ENV_WORKSPACE: "s3://a-bucket/s3wq"})).max_input_bytes == cap
+    for kind in ("populate", "status"):
+        assert config.ENV_MAX_INPUT_BYTES not in stack.environment(kind)
+
+
 def deployable(environment: dict[str, str]) -> dict[str, str]:
     """The variables as the functions get them: the state machine's ARN and a created bucket's name are references until deployed."""
     deployed = {name: re.sub(r"\$\{[A-Za-z0-9]+\}", "created-bucket", value) for name, value in environment.items()}

@@ -13,6 +13,7 @@ import pytest
 from stack_under_test import cdk_json_context
 
 from infra.settings import CONTEXT_KEYS, DeploySettings
+from s3wq import config as s3wq_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,6 +80,29 @@ def test_a_bad_group_timeout_stops_the_synth(context, problem):
 @pytest.mark.parametrize("context, seconds", [({}, None), ({"groupTimeoutSeconds": "60"}, 60.0), ({"groupTimeoutSeconds": 890}, 890.0)])
 def test_a_group_timeout_within_the_worker_timeout_is_kept(context, seconds):
     assert DeploySettings.from_context(cdk.App(context=context)).group_timeout_seconds == seconds
+
+
+@pytest.mark.parametrize(
+    "context, problem",
+    [
+        ({"maxInputBytes": 0}, "maxInputBytes must be from 1 to the worker's memory"),
+        ({"maxInputBytes": "-5"}, "maxInputBytes must be from 1"),
+        ({"maxInputBytes": "64M"}, "'maxInputBytes'"),
+        # Past the worker's memory: such an input could never be held, so the cap would guard nothing.
+        (
+            {"maxInputBytes": 512 * 2**20 + 1, "workerMemoryMb": 512},
+            "maxInputBytes must be from 1 to the worker's memory \\(536870912 bytes\\)",
+        ),
+    ],
+)
+def test_a_bad_input_size_cap_stops_the_synth(context, problem):
+    with pytest.raises(ValueError, match=problem):
+        DeploySettings.from_context(cdk.App(context=context))
+
+
+@pytest.mark.parametrize("context, cap", [({}, s3wq_config.DEFAULT_MAX_INPUT_BYTES), ({"maxInputBytes": "1000"}, 1000)])
+def test_an_input_size_cap_is_kept_and_defaults_to_the_runtime_s(context, cap):
+    assert DeploySettings.from_context(cdk.App(context=context)).max_input_bytes == cap
 
 
 def test_cdk_json_holds_feature_flags_and_no_setting():

@@ -7,13 +7,16 @@ error, whatever the index names, and reads nothing.
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from s3wq.config import ENV_INPUT_LOCATIONS, ENV_WORKSPACE, LambdaConfig
-from s3wq.errors import BadManifestLines, BadSource, ConfigError, InputNotFound, InputRefused
+from s3wq.errors import BadManifestLines, BadSource, ConfigError, InputNotFound, InputRefused, InputTooLarge
 from s3wq.inputs import ANYTHING, InputLocation, InputPolicy, parse_locations, policy_from_json, policy_to_json
 from s3wq.model import Group
 from s3wq.ops.sources import SourceExpander
@@ -96,7 +99,7 @@ def test_a_deployment_reads_no_local_manifest_and_none_outside_its_locations():
 
 
 def test_the_policy_reaches_the_processor_host_unchanged():
-    for policy in (DEPLOYED, ANYTHING, InputPolicy.s3_workspace(allow_local=False)):
+    for policy in (DEPLOYED, ANYTHING, InputPolicy.s3_workspace(allow_local=False), InputPolicy.deployed((), max_bytes=1000)):
         assert policy_from_json(policy_to_json(policy)) == policy
 
 
@@ -205,3 +208,58 @@ def test_a_refused_source_named_directly_is_one_bad_source(tmp_path, secret_file
     assert "\n" not in str(caught.value)
     with pytest.raises(BadSource, match=r"manifest .* is not an s3:// URI"):
         SourceExpander(check=False, policy=DEPLOYED).expand([f"@{tmp_path / 'm.txt'}"])
+
+
+# --- the size cap: told from the size before reading, and no read past it -----------------------------------
+
+CAPPED = InputPolicy(max_bytes=1000)
+
+
+def test_an_input_over_the_cap_by_its_size_is_refused_before_a_byte_is_read():
+    stream = io.BytesIO(b"x" * 5000)
+
+    with pytest.raises(InputTooLarge) as caught:
+        CAPPED.read_capped("s3://in-bucket/big.pdf", stream, 5000)
+
+    assert stream.tell() == 0
+    assert str(caught.value) == (
+        "input too large: s3://in-bucket/big.pdf is 5,000 bytes, over the input size cap of 1,000 bytes "
+        "(raise it with s3wq work --max-input-bytes, or -c maxInputBytes on the stack)"
+    )
+    assert isinstance(caught.value, InputNotFound)  # what every processor already handles as "cannot use this input"
+
+
+def test_an_input_that_holds_more_than_its_size_said_is_read_one_byte_past_the_cap_and_no_further():
+    stream = io.BytesIO(b"x" * 5000)  # a file that grew since it was measured
+
+    with pytest.raises(InputTooLarge, match=r"^input too large: /data/grown.txt holds more than the input size cap of 1,000 bytes \(raise"):
+        CAPPED.read_capped("/data/grown.txt", stream, 10)
+
+    assert stream.tell() == 1001
+
+
+@pytest.mark.parametrize("size", [0, 999, 1000])
+def test_an_input_up_to_the_cap_is_read_whole(size):
+    assert CAPPED.read_capped("s3://in-bucket/a.txt", io.BytesIO(b"y" * size), size) == b"y" * size
+
+
+def test_a_local_input_that_says_nothing_of_its_size_is_cut_off_at_the_cap(tmp_path):
+    """A FIFO (st_size 0, as /dev/zero's) holding more than the cap: the read stops one byte past it, and the input is refused."""
+    fifo = tmp_path / "endless.txt"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_bytes, args=(b"z" * 4000,), daemon=True)
+    writer.start()
+    ctx = context(tmp_path, (str(fifo),), CAPPED)
+
+    with pytest.raises(InputTooLarge, match="holds more than the input size cap of 1,000 bytes"):
+        ctx.read_input(str(fifo))
+    writer.join(timeout=10)
+
+
+def test_a_local_input_over_the_cap_is_refused_from_its_size(tmp_path):
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"w" * 1001)
+    ctx = context(tmp_path, (str(big),), CAPPED)
+
+    with pytest.raises(InputTooLarge, match=f"^input too large: {big} is 1,001 bytes, over the input size cap of 1,000 bytes"):
+        ctx.read_input(str(big))

@@ -193,3 +193,20 @@ def test_a_run_is_given_the_shorter_of_the_worker_time_and_the_group_timeout():
     assert config.WorkerSettings(time_limit=60.0, group_timeout=5.0).run_budget(30.0) == 5.0
     assert config.WorkerSettings(time_limit=60.0, group_timeout=5.0).run_budget(2.0) == 2.0
     assert config.WorkerSettings(time_limit=60.0).run_budget(30.0) == 30.0
+
+
+@pytest.mark.parametrize(
+    "raw, cap", [(None, config.DEFAULT_MAX_INPUT_BYTES), ("", config.DEFAULT_MAX_INPUT_BYTES), ("1", 1), ("1000000", 10**6)]
+)
+def test_the_input_size_cap_is_read_from_its_variable_and_reaches_the_input_policy(raw, cap):
+    environ = {ENV_WORKSPACE: WORKSPACE} | ({} if raw is None else {config.ENV_MAX_INPUT_BYTES: raw})
+    parsed = LambdaConfig.from_env(environ)
+    assert parsed.max_input_bytes == cap
+    # What the processor host is given: read_input refuses past it.
+    assert parsed.input_policy.max_bytes == cap
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "1.5", "64M", "1e6", "nan"])
+def test_a_bad_input_size_cap_names_its_variable(raw):
+    with pytest.raises(ConfigError, match=config.ENV_MAX_INPUT_BYTES):
+        LambdaConfig.from_env({ENV_WORKSPACE: WORKSPACE, config.ENV_MAX_INPUT_BYTES: raw})

@@ -19,6 +19,7 @@ from s3wq.config import (
     DEFAULT_GROUP_TIMEOUT_SECONDS,
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_INPUT_BYTES,
     DEFAULT_PROCESSOR,
     DEFAULT_TIME_LIMIT_SECONDS,
     FOREIGN_LOCK_TIMEOUT_SECONDS,
@@ -205,6 +206,14 @@ def _add_work(sub) -> None:
         help="on an S3 workspace, read local paths the index names (refused by default: anyone who may write the workspace writes its index)",
     )
     _add_input_locations(p, "read")
+    p.add_argument(
+        "--max-input-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_INPUT_BYTES,
+        metavar="BYTES",
+        help="the most one input may hold for ctx.read_input to read it; a larger one is that input's error, "
+        f"told from its size before it is read (default {DEFAULT_MAX_INPUT_BYTES}, {DEFAULT_MAX_INPUT_BYTES // 2**20} MiB)",
+    )
     p.set_defaults(func=cmd_work)
 
 
@@ -225,6 +234,11 @@ def _add_lease_arguments(p: argparse.ArgumentParser) -> None:
         help=f"how long this worker's lock stays valid without renewal; longer runs renew it every third of it "
         f"(default: the time limit, up to {DEFAULT_LEASE_SECONDS:.0f})",
     )
+    _add_foreign_lock_timeout(p)
+
+
+def _add_foreign_lock_timeout(p: argparse.ArgumentParser) -> None:
+    """How old a lock s3wq cannot read must be to count as stale: for a worker's claims and an operator's repairs alike."""
     p.add_argument(
         "--foreign-lock-timeout",
         type=positive_float,
@@ -276,6 +290,7 @@ def _add_requeue_failed(sub) -> None:
     )
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("--hash", action="append", help="requeue only this group (repeatable)")
+    _add_foreign_lock_timeout(p)
     p.set_defaults(func=cmd_requeue_failed)
 
 
@@ -290,6 +305,7 @@ def _add_reset(sub) -> None:
     p.add_argument("--hash", action="append", help="reset this group (repeatable)")
     p.add_argument("--all", action="store_true", help="reset every done and failed group")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
+    _add_foreign_lock_timeout(p)
     p.set_defaults(func=cmd_reset)
 
 

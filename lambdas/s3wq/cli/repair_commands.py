@@ -24,7 +24,7 @@ def _repaired(line: str, d: dict) -> str:
 def cmd_requeue_failed(args: argparse.Namespace) -> int:
     for hash_ in args.hash or []:
         layout.check_hash(hash_)
-    result = requeue_failed(open_workspace(args.workspace), hashes=args.hash)
+    result = requeue_failed(open_workspace(args.workspace), hashes=args.hash, foreign_lock_timeout=args.foreign_lock_timeout)
 
     emit(args, asdict(result), lambda d: _repaired(f"requeued {_plural(len(d['requeued']), 'failed group')}", d))
     return EXIT_OK
@@ -36,7 +36,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
     for hash_ in args.hash or []:
         layout.check_hash(hash_)
     backend = open_indexed_workspace(args.workspace)
-    hashes = args.hash or sorted(done_groups(backend) | failed_groups(backend))
+    hashes = args.hash or sorted(done_groups(backend) | failed_groups(backend, foreign_lock_timeout=args.foreign_lock_timeout))
     if not hashes:
         emit(args, asdict(ResetResult()), lambda d: "nothing to reset: no group is done or failed")
         return EXIT_OK
@@ -50,7 +50,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("s3wq: nothing reset", file=sys.stderr)
             return EXIT_BAD_INPUT
-    result = reset_groups(backend, hashes, named=bool(args.hash))
+    result = reset_groups(backend, hashes, named=bool(args.hash), foreign_lock_timeout=args.foreign_lock_timeout)
 
     emit(args, asdict(result), lambda d: _repaired(f"reset {_plural(len(d['reset']), 'group')}: pending again", d))
     return EXIT_OK

@@ -7,7 +7,7 @@ import json
 import signal
 import sys
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from s3wq.cli.execution import concurrency_warning, find_stack, follow_execution, start_execution, workspace_backend
@@ -144,7 +144,8 @@ def cmd_work(args: argparse.Namespace) -> int:
         processor_in_folder(args.processor, args.processor_dir)
         sys.path.insert(0, str(args.processor_dir))
     # Whatever the index names (anyone who may write the workspace writes it), the processor reads only what the policy allows.
-    host = ProcessorHost(args.processor, backend.uri, input_policy=input_policy(args, backend))
+    policy = replace(input_policy(args, backend), max_bytes=args.max_input_bytes)
+    host = ProcessorHost(args.processor, backend.uri, input_policy=policy)
     with GracefulStop() as stop:
         try:
             worker = Worker(

@@ -31,18 +31,22 @@ class RequeueResult:
     skipped_live: list[str] = field(default_factory=list)
 
 
-def requeue_failed(backend: Backend, hashes: list[str] | None = None) -> RequeueResult:
+def requeue_failed(
+    backend: Backend, hashes: list[str] | None = None, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS
+) -> RequeueResult:
     """Put failed groups back, to be claimed again from attempt 1.
 
     With ``hashes``, every one must name a failed group, checked before
     anything changes. For each group: if a live worker holds its lock, it is
-    left alone (reported as skipped). Otherwise the failed flag is deleted
-    first, on the ETag just read, and then the lock is rewritten as released
-    at attempt 1, on its ETag: a requeue that stops in between leaves a lock
-    still marked failed, which ``status`` counts as failed and a second
-    requeue finds. Nothing a worker wrote after our reads is overwritten.
+    left alone (reported as skipped); a lock s3wq cannot read (olmocr's) is
+    live for ``foreign_lock_timeout``, as a worker's claim judges it.
+    Otherwise the failed flag is deleted first, on the ETag just read, and
+    then the lock is rewritten as released at attempt 1, on its ETag: a
+    requeue that stops in between leaves a lock still marked failed, which
+    ``status`` counts as failed and a second requeue finds. Nothing a worker
+    wrote after our reads is overwritten.
     """
-    failed = failed_groups(backend)
+    failed = failed_groups(backend, foreign_lock_timeout=foreign_lock_timeout)
     if hashes is not None:
         missing = [layout.check_hash(h) for h in hashes if h not in failed]
         if missing:
@@ -50,7 +54,7 @@ def requeue_failed(backend: Backend, hashes: list[str] | None = None) -> Requeue
         failed = set(hashes)
     result = RequeueResult()
     for hash_ in sorted(failed):
-        if _requeue_one(backend, hash_):
+        if _requeue_one(backend, hash_, foreign_lock_timeout):
             result.requeued.append(hash_)
         else:
             result.skipped_live.append(hash_)
@@ -75,10 +79,10 @@ def _delete_as_read(backend: Backend, key: str) -> bool:
     return True
 
 
-def _requeue_one(backend: Backend, hash_: str) -> bool:
+def _requeue_one(backend: Backend, hash_: str, foreign_lock_timeout: float) -> bool:
     key = layout.lock_key(hash_)
     for _ in range(_REPAIR_ROUNDS):
-        lock = read_lock(backend, hash_)
+        lock = read_lock(backend, hash_, foreign_lock_timeout=foreign_lock_timeout)
         if lock is not None and lock.live:
             return False
         if not _delete_as_read(backend, layout.failed_key(hash_)):
@@ -90,7 +94,7 @@ def _requeue_one(backend: Backend, hash_: str) -> bool:
             owner=f"requeue:{now_iso()}",
             worker_id="requeue-failed",
             attempt=1,
-            lease_seconds=previous.lease_seconds if previous else FOREIGN_LOCK_TIMEOUT_SECONDS,
+            lease_seconds=previous.lease_seconds if previous else foreign_lock_timeout,
             state=RELEASED,
             outcome=REQUEUED,
             counted=False,
@@ -112,13 +116,16 @@ class ResetResult:
     skipped_live: list[str] = field(default_factory=list)  # held by a live worker: run again once it is done
 
 
-def reset_groups(backend: Backend, hashes: list[str], *, named: bool = True) -> ResetResult:
+def reset_groups(
+    backend: Backend, hashes: list[str], *, named: bool = True, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS
+) -> ResetResult:
     """Make groups pending again, done or failed, so that they run again from attempt 1.
 
     ``named``: the hashes come from the user, and each must name a group of
     the index, checked before anything changes (hashes listed from the
     workspace's own flags need no such check, which reads a segment each).
-    For each group: a live lock means it is being worked on, and it is left
+    For each group: a live lock (a foreign one: younger than
+    ``foreign_lock_timeout``) means it is being worked on, and it is left
     alone; otherwise its input-error list is deleted, then its done flag on
     the ETag just read (until then no worker runs it, so nothing it writes is
     lost), and then it is requeued as a failed group is (failed flag
@@ -133,22 +140,22 @@ def reset_groups(backend: Backend, hashes: list[str], *, named: bool = True) -> 
             raise BadInput(f"no group {hash_} in the index of {backend.uri}")
     result = ResetResult()
     for hash_ in sorted(set(hashes)):
-        if _reset_one(backend, hash_):
+        if _reset_one(backend, hash_, foreign_lock_timeout):
             result.reset.append(hash_)
         else:
             result.skipped_live.append(hash_)
     return result
 
 
-def _reset_one(backend: Backend, hash_: str) -> bool:
+def _reset_one(backend: Backend, hash_: str, foreign_lock_timeout: float) -> bool:
     for _ in range(_REPAIR_ROUNDS):
-        lock = read_lock(backend, hash_)
+        lock = read_lock(backend, hash_, foreign_lock_timeout=foreign_lock_timeout)
         if lock is not None and lock.live:
             return False
         backend.delete(layout.input_errors_key(hash_))
         if not _delete_as_read(backend, layout.done_key(hash_)):
             continue
-        return _requeue_one(backend, hash_)
+        return _requeue_one(backend, hash_, foreign_lock_timeout)
     return False
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterable
+from contextlib import closing
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -134,7 +135,9 @@ class ProcessorContext:
 
         Raises InputRefused (an InputNotFound), reading nothing, for a path
         the input policy does not allow: on Lambda, a local path or another
-        bucket, whatever the index says.
+        bucket, whatever the index says; and InputTooLarge (an InputRefused)
+        for an input over the policy's size cap, told from its size before
+        its bytes are read.
         """
         self.input_policy.check_read(path)
         if path.startswith("s3://"):
@@ -144,7 +147,10 @@ class ProcessorContext:
                 # A malformed row of the index is that input's error, not the whole group's failure.
                 raise InputRefused(f"input refused: {exc}") from exc
             try:
-                return self._s3_client().get_object(Bucket=bucket, Key=key)["Body"].read()
+                response = self._s3_client().get_object(Bucket=bucket, Key=key)
+                # Closed unread when too large: the size is in the response's headers, before its body.
+                with closing(response["Body"]) as body:
+                    return self.input_policy.read_capped(path, body, response.get("ContentLength"))
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") in _MISSING_INPUT_CODES:
                     raise InputNotFound(f"input {path} does not exist or is not readable") from exc
@@ -154,7 +160,8 @@ class ProcessorContext:
         if "://" in path:
             raise BadSource(f"unsupported input scheme in {path!r}")
         try:
-            return Path(path).read_bytes()
+            with open(path, "rb") as file:
+                return self.input_policy.read_capped(path, file, os.fstat(file.fileno()).st_size)
         except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
             raise InputNotFound(f"input {path} does not exist or is not readable") from exc
 
