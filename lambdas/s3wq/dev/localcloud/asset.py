@@ -70,7 +70,7 @@ class ProcessorFolder:
 
     @classmethod
     def check(cls, directory: str | Path, spec: str) -> ProcessorFolder:
-        """Raise BadInput naming the problem in one line (a missing folder or module, an s3wq shadow, a link outside)."""
+        """Raise BadInput naming the problem in one line (a missing folder or module, a file that may not ship, a requirement line)."""
         _need_source_tree("--processor-dir")
         result = subprocess.run(
             # From the repository's root (for infra/): a relative folder is the caller's, so it goes absolute first.
