@@ -11,6 +11,8 @@ from cdk_nag import AwsSolutionsChecks
 # from the library itself, so the two cannot drift apart.
 sys.path.insert(0, str(Path(__file__).resolve().parent / "lambdas"))
 
+from infra.asset_files import AssetBuildError
+from infra.processor_source import ProcessorSourceError
 from infra.settings import DeploySettings
 from infra.stack import S3wqStack
 
@@ -21,6 +23,10 @@ try:
 except ValueError as exc:  # a bad -c setting (or processor folder): one line naming it, not a traceback
     print(f"s3wq: error: {exc}", file=sys.stderr)
     sys.exit(2)
-S3wqStack(app, stack_name, settings=settings, description="s3wq: an S3-only distributed work queue")
+try:
+    S3wqStack(app, stack_name, settings=settings, description="s3wq: an S3-only distributed work queue")
+except (AssetBuildError, ProcessorSourceError) as exc:  # the worker's zip, built here: pip, or what pip installed beside the folder
+    print(f"s3wq: error: {exc}", file=sys.stderr)
+    sys.exit(2)
 cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
 app.synth()

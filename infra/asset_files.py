@@ -12,6 +12,7 @@ so it works on a machine without Docker and on any host architecture.
 from __future__ import annotations
 
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -64,8 +65,12 @@ def _unshipped(directory: str, names: list[str]) -> set[str]:
     return {name for name in names if name == "__pycache__" or name.endswith(".pyc") or (where / name).as_posix() in NOT_SHIPPED}
 
 
+# pip's last words when no file of a requirement fits: wheels only, for the platforms named (or none at all).
+_NO_DISTRIBUTION_RE = re.compile(r"No matching distribution found for (\S+)")
+
+
 class AssetBuildError(RuntimeError):
-    """pip could not install the asset's requirements for the target platform (its own output says why, above)."""
+    """pip could not install the asset's requirements for the target platform; the message names a requirement without a wheel."""
 
 
 def host_platform() -> tuple[str, str]:
@@ -83,11 +88,20 @@ def install_requirements(target: Path, requirement_files: list[Path], *, archite
         "--implementation", "cp", "--python-version", python_version,
         "--only-binary=:all:", "--target", str(target), *files,
     ]  # fmt: skip
-    if subprocess.run(command, check=False).returncode != 0:
-        names = ", ".join(path.name if path == REQUIREMENTS else str(path) for path in requirement_files)
+    result = subprocess.run(command, check=False, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(result.stderr)  # pip's own words stay shown; the error below says what they mean here
+    if result.returncode == 0:
+        return
+    where = f"Lambda's platform ({_PLATFORMS[architecture][-1]}, Python {python_version})"
+    if missing := _NO_DISTRIBUTION_RE.search(result.stderr):
         raise AssetBuildError(
-            f"pip could not install {names} for Lambda's platform ({_PLATFORMS[architecture][-1]}, Python {python_version})"
+            f"pip found no wheel of {missing.group(1)} for {where}: the build installs wheels only (pip --only-binary=:all:), "
+            "so a package published only as source cannot ship; build a wheel of it for that platform and unpack it "
+            "into the processor folder, or require a version that has wheels"
         )
+    names = ", ".join(path.name if path == REQUIREMENTS else str(path) for path in requirement_files)
+    said = [line.strip() for line in result.stderr.splitlines() if line.startswith("ERROR:")]
+    raise AssetBuildError(f"pip could not install {names} for {where}" + (f" ({said[-1]})" if said else ""))
 
 
 def install(

@@ -6,36 +6,32 @@ Lambda puts its code on ``sys.path``, so ``import mymod`` works there as it
 does in the folder; its requirements are installed with s3wq's own, in one
 resolve, so a conflict between the two fails the build rather than the run.
 Everything is checked before anything is built: a folder that is missing,
-does not hold the module named, would shadow s3wq, or links outside itself
+does not hold the module named, ships what it may not (the rule of
+:mod:`s3wq.processors.folder`, which ``s3wq work --processor-dir`` applies
+too), or has a requirement line pip would not read as a name from the index
 is refused in one line.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from s3wq.processors.folder import holds_module, shadowing_name, top_module
+from packaging.requirements import InvalidRequirement, Requirement
 
-REQUIREMENTS_FILE = "requirements.txt"
-# Caches, version control and environments a project folder often holds; Lambda runs none of them.
-# Hidden files and folders (a name starting with "."), such as .env, .aws/ or .ssh/, are never shipped either:
-# what is in the code is readable by anyone allowed lambda:GetFunction.
-SKIPPED_NAMES = frozenset(
-    {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", "cdk.out"}
-)
-SKIPPED_SUFFIXES = (".pyc", ".pyo")
-# A requirement line pip reads on its own: a project name (PEP 508) with any
-# version, extras and markers after it. Refused: includes (-r, -c),
-# editables and paths, which point at files the build cannot see; direct
-# references (name @ URL), which fetch from anywhere; options such as --hash,
-# which would put s3wq's own unhashed pins in require-hashes mode; and ${VAR},
-# which pip expands from the deployer's environment (a URL built from it
-# would carry the deployer's secrets away).
-_REQUIREMENT_RE = re.compile(r"^(?!.*\s-)[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._, -]*\])?\s*([<>=!~;][^@$]*)?$")
+from s3wq.errors import BadProcessorFolder
+from s3wq.processors.folder import REQUIREMENTS_FILE, holds_module, import_name, requirement_names, shipped_files, top_module
+
+# Refused anywhere in a requirement line, before it is parsed: options (pip takes a token that starts with "-"
+# as one wherever it is: includes, editables, --hash, which would put s3wq's own unhashed pins in require-hashes
+# mode, --index-url), "@" (a direct reference fetches from anywhere), and ${VAR}, which pip expands from the
+# deployer's environment (a URL built from it would carry the deployer's secrets away).
+_REFUSED_IN_LINE = re.compile(r"\s-|^-|[@$]")
+# pip installs a requirement whose name ends like an archive as that file, from the build's working directory
+# (pip's ARCHIVE_EXTENSIONS, pip/_internal/utils/filetypes.py); a PEP 508 name may end so.
+_ARCHIVE_SUFFIXES = (".whl", ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".txz", ".tlz", ".tar.lz", ".tar.lzma")
 _SPEC_MODULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -64,9 +60,7 @@ class ProcessorSource:
                 f"processorDir {str(directory)!r} holds no module {top!r} ({top}.py or {top}/) for processor {spec!r}"
             )
         source = cls(folder, spec)
-        if shadow := shadowing_name(folder):
-            raise ProcessorSourceError(f"processorDir {str(directory)!r} holds {shadow!r}, which would shadow s3wq's own package")
-        source.files()  # links that leave the folder are refused now, not at build time
+        source.files()  # what may not ship is refused now, not at build time
         source.requirement_lines()
         return source
 
@@ -84,35 +78,52 @@ class ProcessorSource:
             line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
             if not line:
                 continue
-            if not _REQUIREMENT_RE.match(line):
+            if not _plain_requirement(line):
                 raise ProcessorSourceError(
                     f"{REQUIREMENTS_FILE}:{number}: {line!r} is not a plain requirement (a name with a version; "
-                    "includes, editables, paths, URLs, options and ${VARIABLES} are not shipped)"
+                    "includes, editables, files, paths, URLs, options and ${VARIABLES} are not shipped)"
                 )
             lines.append(line)
         return lines
 
     def files(self) -> list[Path]:
-        """Every file shipped, relative to the folder, in a stable order; caches and environments are left out (and not walked)."""
-        shipped = []
-        for root, dirs, names in os.walk(self.directory):
-            here = Path(root)
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_NAMES and not d.startswith("."))
-            names = [n for n in names if not n.startswith(".") and not n.endswith(SKIPPED_SUFFIXES)]
-            for name in [*dirs, *names]:
-                path = here / name
-                relative = path.relative_to(self.directory).as_posix()
-                if path.is_symlink() and not path.resolve().is_relative_to(self.directory):
-                    raise ProcessorSourceError(f"processorDir: {relative} links outside the folder (to {path.resolve()})")
-                if path.is_symlink() and path.is_dir():
-                    # os.walk does not enter it, so its modules would be missing on Lambda while importable here.
-                    raise ProcessorSourceError(f"processorDir: {relative} links to a folder; ship the folder itself, not a link to it")
-            shipped.extend((here / name).relative_to(self.directory) for name in names)
-        return sorted(path for path in shipped if (self.directory / path).is_file())
+        """Every file shipped, relative to the folder, in a stable order; raise ProcessorSourceError on one that may not ship."""
+        from .asset_files import REQUIREMENTS  # s3wq's pins, installed beside the folder (asset_files imports this module)
+
+        try:
+            return shipped_files(self.directory, s3wq_requirements=requirement_names(REQUIREMENTS))
+        except BadProcessorFolder as exc:
+            raise ProcessorSourceError(f"processorDir {str(self.directory)!r}: {exc}") from None
 
     def copy_into(self, target: Path) -> None:
-        """Copy the shipped files to ``target`` (a link's content, not the link)."""
-        for relative in self.files():
+        """Copy the shipped files to ``target`` (a link's content, not the link), hiding nothing ``target`` holds.
+
+        ``target`` may hold what pip installed for the asset: a module of the
+        folder's named like one pip installed (a module of the folder's own
+        requirements, as built for the target's platform) would overwrite it,
+        or be hidden by it.
+        """
+        files = self.files()
+        children = target.iterdir() if target.is_dir() else ()
+        held = {name for child in children if (name := import_name(child.name + ("/" if child.is_dir() else "")))}
+        for relative in files:
+            if (name := import_name(relative.as_posix())) in held:
+                raise ProcessorSourceError(
+                    f"processorDir {str(self.directory)!r}: {relative.parts[0]} would collide with {name}, which the asset "
+                    "already holds (installed by pip for s3wq or the folder's requirements); rename it"
+                )
+        for relative in files:
             destination = target / relative
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(self.directory / relative, destination)
+
+
+def _plain_requirement(line: str) -> bool:
+    """Whether pip reads ``line`` as a name to fetch from the index: PEP 508, with no URL, option, variable or file name."""
+    if _REFUSED_IN_LINE.search(line):
+        return False
+    try:
+        requirement = Requirement(line)
+    except InvalidRequirement:
+        return False
+    return requirement.url is None and not requirement.name.lower().endswith(_ARCHIVE_SUFFIXES)

@@ -106,6 +106,10 @@ class MissingExtra(BadInput):
         super().__init__(f"{what} needs {needs}: pip install 's3wq[{extra}]'")
 
 
+class BadProcessorFolder(BadInput):
+    """A processor folder holds, or links to, a file that may not ship; the message names the file and the rule."""
+
+
 class ProcessorNotFound(ConfigError):
     """The processor name is neither built in nor an importable ``module:function``."""
 

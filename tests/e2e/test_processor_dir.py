@@ -114,6 +114,7 @@ def test_a_folder_that_imports_what_only_the_dev_venv_holds_fails_in_the_local_c
     [
         ({"other.py": ""}, "holds no module 'bignums'"),
         ({"bignums.py": "", "s3wq/__init__.py": ""}, "would shadow s3wq's own package"),
+        ({"bignums.py": "", "boto3/__init__.py": ""}, "boto3/ would shadow boto3, which s3wq needs"),
     ],
 )
 def test_a_folder_without_the_module_or_shadowing_s3wq_is_refused_before_anything_starts(tmp_path, files, expected):

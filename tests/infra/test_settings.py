@@ -129,3 +129,40 @@ def test_a_bad_setting_stops_app_py_in_one_line_with_exit_2(tmp_path):
     assert "Traceback" not in synth.stderr
     [error] = [line for line in synth.stderr.splitlines() if line.startswith("s3wq: error: ")]
     assert error.startswith("s3wq: error: maxWorkers must be between 1 and 10000, got 0"), synth.stderr
+
+
+def test_a_processor_folder_that_would_replace_boto3_stops_app_py_in_one_line_with_exit_2(tmp_path):
+    """The issue's synth: a boto3/ in the folder replaced the pinned boto3 in the worker's zip."""
+    folder = tmp_path / "myproc"
+    (folder / "boto3").mkdir(parents=True)
+    (folder / "boto3" / "__init__.py").write_text("")
+    (folder / "mymod.py").write_text("def process(group, ctx):\n    pass\n")
+    context = {"processor": "mymod:process", "processorDir": str(folder)}
+    env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(tmp_path / "out")}
+    synth = subprocess.run([sys.executable, str(REPO_ROOT / "app.py")], env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+
+    assert synth.returncode == 2, synth.stderr
+    assert "Traceback" not in synth.stderr
+    [error] = [line for line in synth.stderr.splitlines() if line.startswith("s3wq: error: ")]
+    assert error == f"s3wq: error: processorDir {str(folder)!r}: boto3/ would shadow boto3, which s3wq needs; rename it", synth.stderr
+
+
+def test_a_worker_zip_pip_cannot_build_stops_app_py_in_one_line_with_exit_2(tmp_path):
+    """The zip is built at synth: pip's failure is one line naming the requirement, not a traceback (offline here: no wheel at all)."""
+    folder = tmp_path / "myproc"
+    folder.mkdir()
+    (folder / "mymod.py").write_text("def process(group, ctx):\n    pass\n")
+    context = {"processor": "mymod:process", "processorDir": str(folder)}
+    env = {
+        **os.environ,
+        "CDK_CONTEXT_JSON": json.dumps(context),
+        "CDK_OUTDIR": str(tmp_path / "out"),
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(tmp_path),  # no wheel in it
+    }
+    synth = subprocess.run([sys.executable, str(REPO_ROOT / "app.py")], env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+
+    assert synth.returncode == 2, synth.stderr
+    assert "Traceback" not in synth.stderr
+    [error] = [line for line in synth.stderr.splitlines() if line.startswith("s3wq: error: ")]
+    assert error.startswith("s3wq: error: pip found no wheel of boto3==") and "the build installs wheels only" in error, synth.stderr

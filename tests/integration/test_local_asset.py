@@ -59,6 +59,9 @@ def test_the_asset_holds_the_folder_and_its_requirement_and_its_interpreter_sees
         ({}, "is not a folder"),
         ({"other.py": ""}, "holds no module 'myproc'"),
         ({"myproc.py": "", "s3wq.py": ""}, "would shadow s3wq's own package"),
+        ({"myproc.py": "", "sitecustomize.py": ""}, "sitecustomize.py is a start-up hook"),
+        ({"myproc.py": "", "queue.py": ""}, "queue.py would shadow the standard library's queue"),
+        ({"myproc.py": "", "requirements.txt": "evil-1.0-py3-none-any.whl\n"}, "'evil-1.0-py3-none-any.whl' is not a plain requirement"),
         ({"myproc.py": "", "requirements.txt": "-r other.txt\n"}, "requirements.txt:1: '-r other.txt' is not a plain requirement"),
     ],
 )

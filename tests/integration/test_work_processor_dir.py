@@ -68,3 +68,56 @@ def test_a_folder_without_the_module_is_one_line_and_exit_2(tmp_path, spec):
     top = spec.split(":")[0].split(".")[0]
     assert line.startswith(f"s3wq: error: --processor-dir {str(folder)!r} holds no module {top!r}"), line
     assert not (tmp_path / "ws" / "results").exists() or not any((tmp_path / "ws" / "results").iterdir())
+
+
+def _link_to_hidden(folder, outside):
+    (folder / ".env").write_text("AWS_SECRET_ACCESS_KEY=...\n", encoding="utf-8")
+    (folder / "settings.txt").symlink_to(".env")
+
+
+def _hard_link_out(folder, outside):
+    outside.write_text("not in the folder\n", encoding="utf-8")
+    (folder / "notes.txt").hardlink_to(outside)
+
+
+def _file(name, text=""):
+    def make(folder, outside):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+
+    return make
+
+
+# What the issue found shipped (or ran), each with the start of its one line.
+REFUSED = {
+    "boto3": (_file("boto3/__init__.py", "raise SystemExit('the folder replaced boto3')\n"), "boto3/ would shadow boto3, which s3wq needs"),
+    "stdlib": (_file("queue.py"), "queue.py would shadow the standard library's queue"),
+    "link to a hidden file": (_link_to_hidden, "settings.txt links to .env, which does not ship"),
+    "hard link out": (_hard_link_out, "notes.txt is hard-linked to a name outside the folder or hidden in it"),
+    "sitecustomize": (_file("sitecustomize.py", "open(__file__ + '.ran', 'w').close()\n"), "sitecustomize.py is a start-up hook"),
+    "pth": (_file("helpers/extra.pth", "import os\n"), "helpers/extra.pth is a start-up hook"),
+}
+
+
+def _tree(root):
+    return {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_a_folder_that_ships_what_it_may_not_is_one_line_exit_2_and_changes_nothing(tmp_path, case):
+    """The rule cdk deploy -c processorDir checks (s3wq.processors.folder), before the workspace is opened or a host started."""
+    make, expected = REFUSED[case]
+    folder = make_folder(tmp_path / "myproc")
+    make(folder, tmp_path / "outside.txt")
+    (tmp_path / "inputs.txt").write_text("x", encoding="utf-8")
+    workspace = tmp_path / "ws"
+    assert s3wq("populate", str(workspace), str(tmp_path / "inputs.txt"), cwd=tmp_path).returncode == 0
+    before = _tree(workspace)
+
+    worked = s3wq("work", str(workspace), "--processor", "myproc:process", "--processor-dir", str(folder), cwd=tmp_path)
+
+    assert worked.returncode == 2, worked.stderr
+    [line] = worked.stderr.splitlines()
+    assert line.startswith(f"s3wq: error: --processor-dir {str(folder)!r}: {expected}"), line
+    assert _tree(workspace) == before
+    assert not list(folder.glob("*.ran")), "a start-up hook of the folder ran"

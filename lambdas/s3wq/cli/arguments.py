@@ -8,7 +8,6 @@ from pathlib import Path
 
 from s3wq.errors import ConfigError
 from s3wq.inputs import InputLocation, parse_locations
-from s3wq.processors.folder import shadowing_name
 
 
 def _whole_number(text: str) -> int:
@@ -79,6 +78,4 @@ def processor_dir(text: str) -> Path:
     folder = Path(text).expanduser()
     if not folder.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r:.80} is not a folder")
-    if shadow := shadowing_name(folder):
-        raise argparse.ArgumentTypeError(f"{text!r:.80} holds {shadow!r}, which would shadow s3wq's own package")
-    return folder.resolve()
+    return folder.resolve()  # what it holds is checked by the command (s3wq.processors.folder), in one line

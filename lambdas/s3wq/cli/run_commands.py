@@ -14,7 +14,7 @@ from s3wq.cli.execution import concurrency_warning, find_stack, follow_execution
 from s3wq.cli.output import EXIT_FAILED, EXIT_OK, emit, printable, with_requests
 from s3wq.cli.workspace import input_policy, open_workspace
 from s3wq.config import WorkerSettings
-from s3wq.errors import BadInput, BadSource
+from s3wq.errors import BadInput, BadProcessorFolder, BadSource
 from s3wq.host.runners import HostRunner
 from s3wq.host.sandbox import ProcessorHost
 from s3wq.host.stopping import GracefulStop
@@ -22,7 +22,7 @@ from s3wq.index import WorkIndex
 from s3wq.model import StopReason
 from s3wq.ops.sources import SourceExpander
 from s3wq.processors import importable_from_current_directory
-from s3wq.processors.folder import holds_module, top_module
+from s3wq.processors.folder import holds_module, shipped_files, top_module
 from s3wq.store import S3Backend, uri_mistake
 from s3wq.wording import plural as _plural
 from s3wq.worker import Worker
@@ -126,22 +126,27 @@ def _position(args: argparse.Namespace) -> float | None:
 
 
 def processor_in_folder(spec: str, folder: Path) -> None:
-    """Raise BadInput unless ``spec``'s module is in ``folder``, as a deploy with processorDir would require."""
+    """Raise BadInput unless ``spec``'s module is in ``folder`` and it ships nothing it may not, as processorDir requires."""
     if ":" not in spec:
         raise BadInput(f"--processor {spec!r} must be module:function when --processor-dir is given")
     if not holds_module(folder, spec):
         top = top_module(spec)
         raise BadInput(f"--processor-dir {str(folder)!r} holds no module {top!r} ({top}.py or {top}/) for --processor {spec!r}")
+    try:
+        shipped_files(folder)
+    except BadProcessorFolder as exc:
+        raise BadProcessorFolder(f"--processor-dir {str(folder)!r}: {exc}") from None
 
 
 def cmd_work(args: argparse.Namespace) -> int:
+    if args.processor_dir is not None:  # before the workspace is opened: a folder refused changes nothing and starts nothing
+        processor_in_folder(args.processor, args.processor_dir)
     settings = _worker_settings(args)
     position = _position(args)
     backend = open_workspace(args.workspace)
     worker_id = args.worker_id or f"w-{uuid.uuid4().hex[:8]}"
     importable_from_current_directory()
     if args.processor_dir is not None:  # first, as the folder's files are at the root of the Lambda asset
-        processor_in_folder(args.processor, args.processor_dir)
         sys.path.insert(0, str(args.processor_dir))
     # Whatever the index names (anyone who may write the workspace writes it), the processor reads only what the policy allows.
     policy = replace(input_policy(args, backend), max_bytes=args.max_input_bytes)

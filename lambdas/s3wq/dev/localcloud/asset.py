@@ -45,6 +45,8 @@ S3WQ_REQUIREMENTS = REPO_ROOT / "requirements.txt"
 # Where the pip part is kept between local clouds (default: the cloud's own folder, removed with it).
 CACHE_ENV = "S3WQ_LOCAL_ASSET_CACHE"
 _COMPLETE = ".complete"
+# How python -m infra.asset_files starts the line that says why a build failed (it names a requirement without a wheel).
+_BUILD_ERROR = "infra.asset_files: error: "
 
 # Run from the repository's root in a subprocess: the checks `cdk deploy` makes, without importing the CDK.
 _CHECK = """
@@ -70,7 +72,7 @@ class ProcessorFolder:
 
     @classmethod
     def check(cls, directory: str | Path, spec: str) -> ProcessorFolder:
-        """Raise BadInput naming the problem in one line (a missing folder or module, an s3wq shadow, a link outside)."""
+        """Raise BadInput naming the problem in one line (a missing folder or module, a file that may not ship, a requirement line)."""
         _need_source_tree("--processor-dir")
         result = subprocess.run(
             # From the repository's root (for infra/): a relative folder is the caller's, so it goes absolute first.
@@ -197,10 +199,14 @@ def _requirements(source: AssetSource, cache: Path) -> Path:
 
 
 def _error_line(stderr: str) -> str:
-    """The line of a child's stderr that says what went wrong (pip's last ERROR, else its last line), without the jsii banner."""
+    """The line of a child's stderr that says what went wrong (the build's own error, else pip's last ERROR, else its last line).
+
+    The jsii banner is left out.
+    """
     lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.lstrip("b'").startswith("!!")]
+    own = [line.removeprefix(_BUILD_ERROR) for line in lines if line.startswith(_BUILD_ERROR)]
     errors = [line for line in lines if line.startswith("ERROR:")]
-    return (errors or lines or ["it failed and said nothing"])[-1]
+    return (own or errors or lines or ["it failed and said nothing"])[-1]
 
 
 def _bare_python(cache: Path) -> Path:
