@@ -118,18 +118,38 @@ def running_children(pid: int) -> dict[int, str]:
     return children
 
 
-def oom_kills() -> int | None:
-    """How many processes the kernel's OOM killer has killed since boot (``oom_kill`` in /proc/vmstat); None where it is not told.
-
-    Read before a run and after a process of it died of SIGKILL, it tells an
-    out-of-memory kill (the count rose; by any cgroup's limit or the
-    machine's) from a SIGKILL another process sent (it did not).
-    """
+def _oom_kill_counters() -> list[str]:
+    """Where the kernel counts OOM kills of this process's memory cgroup (v2 memory.events, v1 memory.oom_control), likeliest first."""
+    paths = []
     try:
-        with open("/proc/vmstat") as vmstat:
-            for line in vmstat:
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
+        with open("/proc/self/cgroup") as cgroups:
+            for line in cgroups:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if controllers == "":
+                    paths += [f"/sys/fs/cgroup{path}/memory.events", f"/sys/fs/cgroup/unified{path}/memory.events"]
+                elif "memory" in controllers.split(","):
+                    paths.append(f"/sys/fs/cgroup/memory{path}/memory.oom_control")
     except (OSError, ValueError):
         pass
+    return [*paths, "/proc/vmstat"]
+
+
+def oom_kills() -> int | None:
+    """How many processes the kernel's OOM killer has killed: in this process's memory cgroup, else since boot; None where not told.
+
+    Read before a run and after a process of it died of SIGKILL, it tells an
+    out-of-memory kill (the count rose) from a SIGKILL another process sent
+    (it did not). The cgroup's own count (a process of the host is in the
+    worker's cgroup, and the kernel counts a kill in its victim's) is not
+    moved by other cgroups' kills; /proc/vmstat, the fallback, is the
+    machine's.
+    """
+    for path in _oom_kill_counters():
+        try:
+            with open(path) as counters:
+                for line in counters:
+                    if line.startswith("oom_kill "):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            continue
     return None
