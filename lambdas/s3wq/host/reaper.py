@@ -59,6 +59,9 @@ class _Reaper:
         self.runner: tuple[int, int] | None = None  # the runner's pid and start time, as the warden wrote them
 
     def on_stop(self, signum: int, frame: object) -> None:
+        if self.warden_pid == 0:
+            # Before the warden is known (a fork just returned, maybe): one that exists sees its parent gone, and ends.
+            os._exit(EXIT_ENDED)
         if self.asked_at is None:
             self.asked_at = clock.now()
         for signum_to_send in (signal.SIGTERM, signal.SIGCONT):
@@ -154,6 +157,7 @@ def reaper_main(argv: Sequence[str]) -> None:
     prctl_pdeathsig(signal.SIGHUP)
     if os.getppid() != int(parent_pid):  # the worker died before we could ask to hear of it
         os._exit(EXIT_ENDED)
+    reaper_pid = os.getpid()
     reaper.warden_pid = os.fork()  # no threads, no user code loaded: a safe fork
     if reaper.warden_pid == 0:
         for fd in (status_fd, wake_read, wake_write, runner_read):
@@ -164,10 +168,11 @@ def reaper_main(argv: Sequence[str]) -> None:
         try:
             if reaper.tree.contained:
                 os.setpgid(0, 0)  # a killpg of the warden's group does not reach the reaper
-            host_main(warden_argv, parent_pid=int(os.getppid()), tell_runner=runner_write)
+            host_main(warden_argv, parent_pid=reaper_pid, tell_runner=runner_write)
         finally:
             os._exit(EXIT_ENDED)
     os.close(runner_write)
+    os.close(int(warden_argv[0]))  # the worker's socket is the warden's: its end closes when the warden does
     reaper.wait_for_warden(wake_read, runner_read)
     if reaper.runner is None:
         reaper.runner = _runner_identity(runner_read)  # written before the warden could die, or never
