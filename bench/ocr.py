@@ -6,8 +6,9 @@ downloaded at run time. It is built with the ``ocr`` processor's own
 settings (``s3wq.processors.ocr.engine.ENGINE_PARAMS``: one thread,
 detection on the long side at 1280 px, onnxruntime's memory arena on);
 ``--param`` changes any of them. Scans reach it as a PDF page rendered by
-pypdfium2, as the ``ocr`` processor reads them; one condition also feeds the
-PNG image itself, without a PDF.
+pypdfium2 in the processor's decoder process (``s3wq.processors.ocr.decoding``),
+as the ``ocr`` processor reads them; one condition also feeds the PNG image
+itself, without a PDF.
 
 Pages with known text: Pillow draws US-letter pages at 150, 200 and 300 dpi
 with the machine's DejaVu fonts (Sans and Serif, alternating by page), in
@@ -36,10 +37,12 @@ Speed is one core's: ``OMP_NUM_THREADS=1`` is set before onnxruntime loads,
 the sessions get ``intra_op_num_threads=1`` and ``inter_op_num_threads=1``,
 and OpenCV ``setNumThreads(1)``. Seconds per page are wall time of render plus
 OCR, after one warm-up page (model load is reported apart), and CPU time
-(``time.process_time``) beside it. With one thread the CPU time is the core-seconds
-the page cost, whatever else the machine runs, so the per-core speed, the
-3-second target and the cost model use it; wall time exceeds it when the
-machine is shared.
+(``time.process_time``, and the decoder's own for the page's open and render)
+beside it. With one thread the CPU time is the core-seconds the page cost,
+whatever else the machine runs, so the per-core speed, the 3-second target and
+the cost model use it; wall time exceeds it when the machine is shared. The
+decoder's start, once a group in the processor, is reported apart
+(``decoder``).
 
 Text layer: ``s3wq.dev.samples.make_pdf`` writes a PDF of many pages of known
 lines; pypdf extracts every page, timed in pages per second, and each page must
@@ -91,19 +94,20 @@ from typing import Any
 from common import REPO_ROOT, emit, machine, peak_rss_mb, positive_ints, target
 
 INSTALL = "make ocr-venv, then .venv-ocr/bin/python bench/ocr.py"
-np = onnxruntime = pypdf = pdfium = Image = ImageDraw = ImageFilter = ImageFont = RapidOCR = None  # see load_engine_modules
+np = onnxruntime = pypdf = Image = ImageDraw = ImageFilter = ImageFont = RapidOCR = Decoder = None  # see load_engine_modules
 
 
 def load_engine_modules() -> None:
     """Import the OCR stack, which only .venv-ocr has (after --help, so that works anywhere)."""
-    global np, onnxruntime, pypdf, pdfium, Image, ImageDraw, ImageFilter, ImageFont, RapidOCR
+    global np, onnxruntime, pypdf, Image, ImageDraw, ImageFilter, ImageFont, RapidOCR, Decoder
     try:
         import numpy as np
         import onnxruntime
         import pypdf
-        import pypdfium2 as pdfium
         from PIL import Image, ImageDraw, ImageFilter, ImageFont
         from rapidocr import RapidOCR
+
+        from s3wq.processors.ocr.decoding import Decoder
     except ImportError as exc:
         print(f"bench/ocr.py needs its own venv ({exc.name} is missing): {INSTALL}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -314,13 +318,37 @@ def engine_param(text: str) -> tuple[str, Any]:
     return key, {"true": True, "false": False}.get(value.lower(), value)
 
 
-def render(pdf: bytes, dpi: int) -> np.ndarray:
-    document = pdfium.PdfDocument(pdf)
-    try:
-        bitmap = document[0].render(scale=dpi / 72, grayscale=True)
-        return np.asarray(bitmap.to_pil().convert("RGB"))
-    finally:
-        document.close()
+# Far from any page here: a decoder reply is never waited for past it, and the cell's dpi is never capped.
+_FOREVER_SECONDS = 3600
+_NO_PIXEL_CAP = 200_000_000
+
+
+def decoder_for(dpi: int) -> Decoder:
+    """The processor's decoder (its own process), rendering at ``dpi``."""
+    from s3wq.processors.ocr.settings import OcrSettings
+
+    return Decoder(OcrSettings(dpi=dpi, max_pixels=_NO_PIXEL_CAP))
+
+
+def render(decoder: Decoder, pdf: bytes) -> np.ndarray:
+    """The PDF's one page as the processor's decoder renders it (grey), as RGB as before the decoder (the engine's input unchanged)."""
+    until = time.monotonic() + _FOREVER_SECONDS
+    decoder.open(pdf, "pdf", until=until)
+    page = decoder.page(0, until=until)
+    return np.asarray(Image.fromarray(page.pixels).convert("RGB"))
+
+
+def decoder_start(starts: int = 5) -> dict:
+    """What starting the processor's decoder costs (it does once a group): wall and core-seconds, the median of ``starts``."""
+    walls, cpus = [], []
+    for _ in range(starts):
+        started, started_cpu = time.perf_counter(), time.process_time()
+        with decoder_for(200) as decoder:
+            decoder.start()
+            child = decoder.cpu_seconds
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - started_cpu + child)
+    return {"start_s": round(statistics.median(walls), 3), "start_cpu_s": round(statistics.median(cpus), 3), "starts": starts}
 
 
 def ocr_cell(engine: RapidOCR, condition: str, scan_dpi: int, render_dpi: int, pages: int, seed: int) -> dict:
@@ -329,33 +357,36 @@ def ocr_cell(engine: RapidOCR, condition: str, scan_dpi: int, render_dpi: int, p
     wall = cpu = render_s = 0.0
     scores: list[float] = []
     rendered_pixels = None
-    for page in range(pages):
-        page_seed = seed * 1000 + page
-        clean, lines = draw_page(page_seed, scan_dpi)
-        scan = degrade(clean, condition, scan_dpi, random.Random(page_seed))
-        if condition == "png":
-            buffer = io.BytesIO()
-            scan.save(buffer, "PNG")
-            payload = buffer.getvalue()
-        else:
-            payload = image_pdf([scan], scan_dpi)
-        started, started_cpu = time.perf_counter(), time.process_time()
-        pixels = payload if condition == "png" else render(payload, render_dpi)
-        rendered = time.perf_counter()
-        result = engine(pixels)
-        wall += time.perf_counter() - started
-        cpu += time.process_time() - started_cpu
-        render_s += rendered - started
-        rendered_pixels = f"{result.img.shape[1]}x{result.img.shape[0]}" if result.img is not None else None
-        found = reading_order(result.boxes, result.txts)
-        scores.extend(result.scores or ())
-        reference, hypothesis = folded(lines), folded(found)
-        char_edits += levenshtein(reference, hypothesis)
-        char_total += len(reference)
-        word_edits += levenshtein(reference.split(), hypothesis.split())
-        word_total += len(reference.split())
-        exact_lines += len(set(lines) & set(found))
-        total_lines += len(lines)
+    with decoder_for(render_dpi) as decoder:
+        if condition != "png":
+            decoder.start()  # apart from the pages: the processor starts it once a group
+        for page in range(pages):
+            page_seed = seed * 1000 + page
+            clean, lines = draw_page(page_seed, scan_dpi)
+            scan = degrade(clean, condition, scan_dpi, random.Random(page_seed))
+            if condition == "png":
+                buffer = io.BytesIO()
+                scan.save(buffer, "PNG")
+                payload = buffer.getvalue()
+            else:
+                payload = image_pdf([scan], scan_dpi)
+            started, started_cpu, decoder_cpu = time.perf_counter(), time.process_time(), decoder.cpu_seconds
+            pixels = payload if condition == "png" else render(decoder, payload)
+            rendered = time.perf_counter()
+            result = engine(pixels)
+            wall += time.perf_counter() - started
+            cpu += time.process_time() - started_cpu + decoder.cpu_seconds - decoder_cpu
+            render_s += rendered - started
+            rendered_pixels = f"{result.img.shape[1]}x{result.img.shape[0]}" if result.img is not None else None
+            found = reading_order(result.boxes, result.txts)
+            scores.extend(result.scores or ())
+            reference, hypothesis = folded(lines), folded(found)
+            char_edits += levenshtein(reference, hypothesis)
+            char_total += len(reference)
+            word_edits += levenshtein(reference.split(), hypothesis.split())
+            word_total += len(reference.split())
+            exact_lines += len(set(lines) & set(found))
+            total_lines += len(lines)
     return {
         "condition": condition,
         "scan_dpi": scan_dpi,
@@ -495,6 +526,7 @@ def main() -> None:
                     file=sys.stderr,
                 )
     rss["peak"] = peak_rss_mb()
+    decoder = decoder_start()
 
     by_render = by_render_dpi(cells, args.memory_mb)
     result = {
@@ -512,6 +544,7 @@ def main() -> None:
             "seed": args.seed,
         },
         "text_layer": text_layer,
+        "decoder": decoder,
         "scans": cells,
         "by_render_dpi": by_render,
         "peak_rss_mb": rss,

@@ -52,7 +52,8 @@ PROCESSOR_PROFILES = {
     # 5 x 20 x 2.4 = 240 s, about a quarter of the 890 s a 900 s invocation
     # leaves a run (less its 10 s margin), so a worker finishes several groups
     # per invocation and a retry repeats little. A 100-page scan alone is the
-    # same 240 s; longer ones are handed back with needs_seconds.
+    # same 240 s; longer ones are read as far as their share of the run goes, the rest
+    # an input error (processors/ocr/time_shares.py), the group done.
     "ocr": ProcessorProfile(requirements_file="requirements-ocr.txt", worker_memory_mb=1769, group_size=5),
 }
 

@@ -1,12 +1,14 @@
 """Run the ocr processor on one group of local inputs, as a worker would, in the OCR venv: ``python run_group.py WORKSPACE PATH...``.
 
 Prints, as JSON, the records it wrote to the workspace, the input errors it
-reported, and the seconds the load and the run took.
+reported, and the seconds the load and the run took. The run's deadline is
+``OCR_TEST_RUN_SECONDS`` (default 600) after it starts.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -21,7 +23,13 @@ def main(workspace: str, paths: list[str]) -> dict:
     loaded = time.perf_counter()
     group = Group(layout.group_hash(paths), tuple(paths))
     backend = LocalBackend(workspace)
-    ctx = ProcessorContext(worker_id="w-ocr-test", attempt=1, deadline=time.time() + 600, group=group, backend=backend)
+    ctx = ProcessorContext(
+        worker_id="w-ocr-test",
+        attempt=1,
+        deadline=time.time() + float(os.environ.get("OCR_TEST_RUN_SECONDS", "600")),
+        group=group,
+        backend=backend,
+    )
     processor(group, ctx)
     body = backend.read(layout.result_key(group.hash)).body.decode("utf-8")
     return {

@@ -109,9 +109,13 @@ def rotated_jpeg() -> bytes:
 
 
 def strip_tiff() -> bytes:
-    """A 4000x10 strip (too thin for the engine to detect on at 1280 px: it raises), then a page to read."""
+    """A 4000x10 strip with a rule across it (too thin for the engine to detect on at 1280 px: it raises), then a page to read.
+
+    The rule is ink: a strip with none would be taken for a blank page and never reach the engine.
+    """
     buffer = io.BytesIO()
     strip, page = Image.new("L", (4000, 10), 255), draw_scan(STRIP_LINES, inches=SHORT_PAGE)
+    ImageDraw.Draw(strip).line([(100, 5), (3900, 5)], fill=0, width=2)
     strip.save(buffer, "TIFF", save_all=True, append_images=[page], compression="tiff_deflate", dpi=(200, 200))
     return buffer.getvalue()
 
@@ -144,6 +148,8 @@ def write_inputs(out: Path) -> dict[str, list[list[str]] | None]:
         "rotated.jpg": (rotated_jpeg(), [ROTATED_LINES]),
         "strip.tiff": (strip_tiff(), [[], STRIP_LINES]),
         "huge.png": (huge_png(), None),
+        # A PDF page over a 9000x9000 image (81 Mpx, a few KB): refused from the image's size, never decoded.
+        "huge-image.pdf": (image_pdf([Image.new("L", (9000, 9000), 255)], 600), None),
         "note.txt": (b"Scanned by the records office\nBox 14 of 20\n", [["Scanned by the records office", "Box 14 of 20"]]),
     }
     for name, (data, _) in files.items():

@@ -71,6 +71,8 @@ def test_each_page_says_how_it_was_read(run):
     assert [p["method"] for p in run["by_name"]["searchable.pdf"]["metadata"]["pages"]] == ["text_layer"]
     assert run["by_name"]["searchable.pdf"]["text"].splitlines() == run["known"]["searchable.pdf"][0]
     assert [p["page"] for p in pages["fax.tiff"]] == [1, 2]
+    # A page with no print on it is found so before the engine, which would take a second to find nothing.
+    assert [(p["method"], p["dpi"]) for p in run["by_name"]["blank.pdf"]["metadata"]["pages"]] == [("blank", 200)]
     for page in (p for listed in pages.values() for p in listed):
         assert page["seconds"] >= 0
         if page["method"] == "ocr":
@@ -109,6 +111,11 @@ def test_records_keep_the_text_processors_shape_one_per_input_in_order(run):
             "huge.png",
             "page 1 is 9000x9000 pixels (81000000), more than the 80000000 that may be decoded (5 x S3WQ_OCR_MAX_PIXELS=16000000)",
         ),
+        (
+            "huge-image.pdf",
+            "page 1 holds an image of 9000x9000 pixels (81000000), more than the 80000000 that may be decoded "
+            "(5 x S3WQ_OCR_MAX_PIXELS=16000000)",
+        ),
     ],
 )
 def test_an_input_that_gives_no_text_is_an_input_error_named_in_its_record(run, name, error):
@@ -120,7 +127,7 @@ def test_an_input_that_gives_no_text_is_an_input_error_named_in_its_record(run, 
 
 
 def test_only_the_inputs_that_gave_no_text_are_counted_as_input_errors(run):
-    bad = {"encrypted.pdf", "corrupt.pdf", "corrupt.png", "blank.pdf", "strip.tiff", "huge.png"}
+    bad = {"encrypted.pdf", "corrupt.pdf", "corrupt.png", "blank.pdf", "strip.tiff", "huge.png", "huge-image.pdf"}
     assert run["input_error_count"] == len(bad)
     assert {e["path"].rsplit("/", 1)[-1] for e in run["input_errors"]} == bad
 

@@ -47,18 +47,7 @@ def make_pdf(pages: list[list[str]]) -> bytes:
         )
         objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
     objects.append("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n".encode("ascii")
-    xref_at = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode("ascii")
-    for offset in offsets:
-        out += f"{offset:010d} 00000 n \n".encode("ascii")
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref_at}\n%%EOF\n".encode("ascii")
-    return bytes(out)
+    return pdf_of([body.encode("ascii") for body in objects])
 
 
 # --- scans: pages of pixels with no text layer -------------------------------
@@ -113,6 +102,11 @@ def image_pdf(images: list[Any], dpi: int) -> bytes:
             b"/Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream" % (image.width, image.height, len(pixels), pixels),
         ]
     objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(images)} >>".encode()
+    return pdf_of(objects)
+
+
+def pdf_of(objects: list[bytes]) -> bytes:
+    """A PDF of ``objects`` (numbered from 1, the first its catalog), with the cross-reference table that finds them."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):

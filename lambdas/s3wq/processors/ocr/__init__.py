@@ -4,12 +4,14 @@ It needs the ``ocr`` extra (``pip install 's3wq[ocr]'``): RapidOCR on
 onnxruntime, with the models RapidOCR's wheel ships; pypdfium2 renders the
 pages and Pillow reads the images. ``processor`` holds the function;
 ``settings`` its knobs; ``engine`` loads RapidOCR once per process;
-``pdf_pages`` and ``images`` turn an input into pages one at a time;
+``decoder`` is the process, under a memory cap, that turns an input into
+pages one at a time, and ``decoding`` the processor's side of it;
+``time_shares`` shares a run's time out among a group's inputs;
 ``reading_order`` puts OCR lines in the order they are printed.
 
-This ``__init__`` imports nothing of the extra, so that ``reading_order`` and
-``settings`` import anywhere and ``load_processor`` can tell a missing extra
-from a broken module.
+This ``__init__`` imports nothing of the extra, so that ``reading_order``,
+``settings`` and ``time_shares`` import anywhere and ``load_processor`` can
+tell a missing extra from a broken module.
 """
 
 import os

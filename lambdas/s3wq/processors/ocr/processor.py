@@ -7,6 +7,13 @@ with more pages than the cap, one with a page the engine fails on, and one
 with a scanned page on which OCR found no text are input errors: the record
 says why and keeps the text that was read, and the group still completes, as
 with ``text``.
+
+Each input is read within bounds that fit the worker, so that no input can
+sink its group: it is opened and decoded in the decoder (decoding.py), a
+process under a memory cap, while the engine stays here, loaded once; and
+it is read within its share of the run's time (time_shares.py), so that the
+result, with every input's record, is written before the run ends. An input
+past either bound is an input error that names the bound.
 """
 
 from __future__ import annotations
@@ -20,29 +27,36 @@ from s3wq.errors import InputNotFound
 from s3wq.model import Group
 from s3wq.processors.builtins import ExtractionFailed, content_type_of, pages_named, text_of
 from s3wq.processors.context import ProcessorContext
+from s3wq.processors.ocr.decoding import IMAGE_TYPES, BlankPage, Decoder, OutOfTime, Page, TextLayerPage, sniffed_image_type
 from s3wq.processors.ocr.engine import PageNotRead, load_engine, read_page
-from s3wq.processors.ocr.images import IMAGE_TYPES, ImagePages, ScannedPage, sniffed_image_type
-from s3wq.processors.ocr.pdf_pages import PdfPages, TextLayerPage
-from s3wq.processors.ocr.settings import ENV_MAX_PAGES, OcrSettings, current_settings
+from s3wq.processors.ocr.settings import ENV_MAX_PAGES, current_settings
+from s3wq.processors.ocr.time_shares import Share, TimeShares, not_opened, not_reached, stopped
 
 TEXT_LAYER = "text_layer"
 OCR = "ocr"
+BLANK = "blank"
 
 
 @dataclass
 class Reading:
-    """What one input gave, page by page: the text, each page's account, the pages OCR found empty, and why it fell short."""
+    """What one input of ``count`` pages gave, page by page: the text, each page's account, the pages with no text, and why it fell short."""
 
     texts: list[str] = field(default_factory=list)
     pages: list[dict[str, Any]] = field(default_factory=list)
     empty: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    count: int = 0
+    stop: str | None = None  # why it was read no further (its share of the run's time ran out), said first
 
-    def add(self, page: TextLayerPage | ScannedPage, started: float) -> None:
+    def add(self, page: Page, started: float) -> None:
         """Read ``page`` (OCR it if it is scanned) and account for it, timed from ``started``."""
         if isinstance(page, TextLayerPage):
             self.texts.append(page.text)
             entry = {"page": page.number, "method": TEXT_LAYER, "confidence": None, "dpi": None}
+        elif isinstance(page, BlankPage):
+            # Nothing to OCR: the engine would take a second to find nothing; the page counts among those with no text.
+            self.empty.append(page.number)
+            entry = {"page": page.number, "method": BLANK, "confidence": None, "dpi": page.dpi}
         else:
             entry = {"page": page.number, "method": OCR, "confidence": None, "dpi": page.dpi}
             try:
@@ -57,56 +71,70 @@ class Reading:
                 entry["confidence"] = reading.confidence
         self.pages.append({**entry, "seconds": round(time.perf_counter() - started, 3)})
 
-    def error(self, count: int) -> str | None:
-        """The input error of an input of ``count`` pages, or None when every page gave text."""
+    def error(self) -> str | None:
+        """The input error, or None when every page gave text."""
         found = list(self.problems)
         if self.empty:
-            found.insert(0, f"OCR found no text on {pages_named(self.empty, count)} (a blank page, or no print on it?)")
+            found.insert(0, f"OCR found no text on {pages_named(self.empty, self.count)} (a blank page, or no print on it?)")
+        if self.stop:
+            found.insert(0, self.stop)
         return "; ".join(found) or None
 
 
 def prepare() -> None:
-    """Everything a first group would fail on, done before it: the settings parsed, the engine checked and built."""
-    current_settings()
+    """Everything a first group would fail on, done before it: the settings parsed, the engine built, the decoder started once."""
+    settings = current_settings()
     load_engine()
+    with Decoder(settings) as decoder:
+        decoder.start()  # and ended: a process left running now would be the host's, not a run's, and never ended
 
 
-def _read_pages(source: PdfPages | ImagePages, settings: OcrSettings, reading: Reading) -> None:
-    if isinstance(source, PdfPages):
-        pages = source.pages(settings.max_pages, settings.dpi, settings.max_pixels)
-    else:
-        pages = source.pages(settings.max_pages, settings.max_pixels)
-    try:
+def _read_pages(decoder: Decoder, reading: Reading, shares: TimeShares, share: Share) -> None:
+    """The open input's pages, up to the page cap, while ``share`` holds another page."""
+    count, settings = reading.count, decoder.settings
+    for index in range(min(count, settings.max_pages)):
+        if not shares.page_fits(share):
+            reading.stop = stopped(index, count, share)
+            return
         started = time.perf_counter()
-        for page in pages:
-            reading.add(page, started)
-            started = time.perf_counter()
-    finally:
-        source.close()
-    if source.count > settings.max_pages:
-        reading.problems.append(
-            f"{source.count} pages, more than {ENV_MAX_PAGES}={settings.max_pages}: the first {settings.max_pages} read"
-        )
+        try:
+            page = decoder.page(index, until=share.until)
+        except OutOfTime:
+            reading.stop = stopped(index, count, share, decoding=index + 1)
+            return
+        reading.add(page, started)
+        shares.page_took(time.perf_counter() - started)
+    if count > settings.max_pages:
+        reading.problems.append(f"{count} pages, more than {ENV_MAX_PAGES}={settings.max_pages}: the first {settings.max_pages} read")
 
 
-def read_document(data: bytes, content_type: str, settings: OcrSettings, reading: Reading) -> int:
-    """Fill ``reading`` from one PDF or image; its page count. Raise ExtractionFailed for one that cannot be read."""
+def read_document(data: bytes, content_type: str, reading: Reading, decoder: Decoder, shares: TimeShares, share: Share) -> None:
+    """Fill ``reading`` from one PDF or image within ``share``. Raise ExtractionFailed for one that cannot be read."""
     if content_type == "application/pdf":
-        source: PdfPages | ImagePages = PdfPages(data)
+        kind = "pdf"
     elif content_type in IMAGE_TYPES:
-        source = ImagePages(data)
+        kind = "image"
     elif content_type.startswith("text/") or content_type == "application/json":
         # A folder of scans often holds a note or a listing beside them: its text, as `text` gives it, with no pages.
         reading.texts.append(text_of(data))
-        return 0
+        return
     else:
         raise ExtractionFailed(f"unsupported content type {content_type}: the ocr processor reads PDFs, PNG, JPEG, TIFF and text files")
-    _read_pages(source, settings, reading)
-    return source.count
+    try:
+        reading.count = decoder.open(data, kind, until=share.until)
+    except OutOfTime:
+        reading.stop = not_opened(share)
+        return
+    _read_pages(decoder, reading, shares, share)
 
 
-def _record(group: Group, position: int, path: str, ctx: ProcessorContext, settings: OcrSettings) -> dict[str, Any]:
+def _record(group: Group, position: int, ctx: ProcessorContext, decoder: Decoder, shares: TimeShares) -> dict[str, Any]:
+    path = group.paths[position]
     record: dict[str, Any] = {"id": f"{group.hash}:{position}", "source": path, "text": None}
+    share = shares.next()
+    if share.seconds <= 0:
+        ctx.record_input_error(path, not_reached())
+        return {**record, "metadata": {}, "error": not_reached()}
     try:
         data = ctx.read_input(path)
     except InputNotFound as exc:
@@ -116,10 +144,11 @@ def _record(group: Group, position: int, path: str, ctx: ProcessorContext, setti
     reading = Reading()
     metadata = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": content_type, "pages": reading.pages}
     try:
-        count = read_document(data, content_type, settings, reading)
-        error = reading.error(count)
+        read_document(data, content_type, reading, decoder, shares, share)
+        error = reading.error()
     except ExtractionFailed as exc:
-        error = str(exc)
+        # Why it stopped, then what the pages before it gave.
+        error = "; ".join([str(exc), *filter(None, [reading.error()])])
     if reading.texts:
         record["text"] = "\n".join(reading.texts)
     if error:
@@ -133,7 +162,10 @@ def ocr(group: Group, ctx: ProcessorContext) -> None:
     """The text of each input (PDF, PNG, JPEG, TIFF; a text file as it is), OCR'd where it has no text layer, into one JSON line per input.
 
     A storage failure raises, so the attempt is retried; anything wrong with
-    one input is that input's error record.
+    one input is that input's error record. The decoder is ended before the
+    result is written: nothing the run started outlives it.
     """
-    settings = current_settings()
-    ctx.write_result([_record(group, position, path, ctx, settings) for position, path in enumerate(group.paths)])
+    shares = TimeShares(ctx.remaining_seconds(), len(group.paths))
+    with Decoder(current_settings()) as decoder:
+        records = [_record(group, position, ctx, decoder, shares) for position in range(len(group.paths))]
+    ctx.write_result(records)

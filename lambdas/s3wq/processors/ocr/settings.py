@@ -1,4 +1,4 @@
-"""The ``ocr`` processor's knobs: render dpi, pixel cap and page cap, read from the environment once, each with a default."""
+"""The ``ocr`` processor's knobs: render dpi, pixel cap, page cap and the decoder's memory cap, read from the environment once, each with a default."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from s3wq.errors import BadInput
 ENV_DPI = "S3WQ_OCR_DPI"
 ENV_MAX_PIXELS = "S3WQ_OCR_MAX_PIXELS"
 ENV_MAX_PAGES = "S3WQ_OCR_MAX_PAGES"
+ENV_MAX_DECODE_MB = "S3WQ_OCR_MAX_DECODE_MB"
 
 # 200 dpi: bench/ocr.py measured CER ~0 on clean pages and ~2 % on the worst degraded
 # condition at 2.4 core-seconds a page; 300 dpi cost more and read no better.
@@ -20,11 +21,25 @@ DEFAULT_DPI = 200
 # a letter page at 400, and as 8-bit RGB is 48 MB: the one page in memory stays small.
 DEFAULT_MAX_PIXELS = 16_000_000
 # One document must fit one Lambda run (~890 s of the 15-minute invocation, after the worker's
-# margins): at the ~2.25 s bench/ocr.py measured a scanned page, 300 pages is ~675 s. A longer
-# document is handed back by the worker with needs_seconds, for a host with more time.
+# margins): at the ~2.25 s bench/ocr.py measured a scanned page, 300 pages is ~675 s. What a
+# group's inputs cannot read within the run (time_shares.py) is each one's input error, saying
+# how far it got: a worker with a longer run (s3wq work --time-limit) reads more.
 DEFAULT_MAX_PAGES = 300
+# The address space (RLIMIT_AS) of the process that opens and decodes an input (decoder.py).
+# It must fit beside the rest in the ocr profile's 1,769 MB worker (infra/settings.py): the
+# processor host with the engine peaked at 1,282 MB RSS (bench/ocr.py), the worker and the
+# host's warden at ~36 MB each (measured in a run of `s3wq work --processor ocr`), which leaves
+# ~415 MB. 384 MB of it is ~340 MB for decoding beyond the decoder's own (~40 MB at its start): an
+# 80 Mpx grey frame, a 35 Mpx colour A4 page at 600 dpi, a letter page rendered at 16 Mpx.
+DEFAULT_MAX_DECODE_MB = 384
 
-_BOUNDS = {ENV_DPI: (36, 1200), ENV_MAX_PIXELS: (100_000, 200_000_000), ENV_MAX_PAGES: (1, 100_000)}
+_BOUNDS = {
+    ENV_DPI: (36, 1200),
+    ENV_MAX_PIXELS: (100_000, 200_000_000),
+    ENV_MAX_PAGES: (1, 100_000),
+    # Below 128 MB the decoder's own (~40 MB at its start) leaves too little to render a page.
+    ENV_MAX_DECODE_MB: (128, 65_536),
+}
 
 
 class BadOcrSetting(BadInput):
@@ -33,11 +48,13 @@ class BadOcrSetting(BadInput):
 
 @dataclass(frozen=True)
 class OcrSettings:
-    """How the ocr processor reads: ``dpi`` pages are rendered at, at most ``max_pixels`` a page, ``max_pages`` an input."""
+    """How the ocr processor reads: ``dpi`` pages are rendered at, at most ``max_pixels`` a page, ``max_pages`` an input,
+    decoded in at most ``max_decode_mb`` MB of address space."""
 
     dpi: int = DEFAULT_DPI
     max_pixels: int = DEFAULT_MAX_PIXELS
     max_pages: int = DEFAULT_MAX_PAGES
+    max_decode_mb: int = DEFAULT_MAX_DECODE_MB
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> OcrSettings:
@@ -46,6 +63,7 @@ class OcrSettings:
             dpi=_whole_number(environ, ENV_DPI, DEFAULT_DPI),
             max_pixels=_whole_number(environ, ENV_MAX_PIXELS, DEFAULT_MAX_PIXELS),
             max_pages=_whole_number(environ, ENV_MAX_PAGES, DEFAULT_MAX_PAGES),
+            max_decode_mb=_whole_number(environ, ENV_MAX_DECODE_MB, DEFAULT_MAX_DECODE_MB),
         )
 
 
