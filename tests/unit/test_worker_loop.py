@@ -14,10 +14,15 @@ from s3wq.errors import ObjectNotFound, StorageError
 from s3wq.host.stopping import GracefulStop
 from s3wq.index import WorkIndex
 from s3wq.ops.status import queue_status
+from s3wq.protocol import clock
 from s3wq.protocol.bodies import FAILED, LOST, TIMEOUT, LockBody
 from s3wq.protocol.claims import ClaimProtocol
+from s3wq.protocol.lease import LeaseState
 from s3wq.store import layout
 from s3wq.worker import Worker
+from s3wq.worker.budget import Budget
+from s3wq.worker.finish import RETURNED_CLEAN, Finisher
+from s3wq.worker.report import WorkerReport
 
 LONG = 60.0
 
@@ -268,3 +273,47 @@ def test_a_release_that_fails_behind_a_run_gives_back_the_claim_made_ahead_and_s
     [never_ran] = {g.hash for g in groups} - set(ran)
     assert keys(local_backend, "done_flags/") == sorted(layout.done_key(h) for h in ran)
     assert layout.lock_key(never_ran) not in keys(local_backend, "worker_locks/")
+
+
+# --- the done flag, beside the next run ------------------------------------------------------------------------
+
+
+def _finisher_with_a_claim(backend):
+    """A finisher and a fresh claim of a one-group workspace, as the worker makes them."""
+    [group] = populated(backend, 1, 1)
+    protocol = ClaimProtocol(backend, worker_id="w1", lease_seconds=LONG)
+    settings = WorkerSettings(time_limit=LONG)
+    report = WorkerReport(worker_id="w1")
+    finisher = Finisher(protocol, settings, Budget(settings, lambda: LONG), report)
+    claim = protocol.claim(group.hash)
+    return finisher, group, claim, report
+
+
+def test_a_deferred_done_flag_is_written_then_the_lock_released_and_joined_before_the_next_record(local_backend):
+    finisher, group, claim, report = _finisher_with_a_claim(local_backend)
+    end = finisher.complete(group, claim, LeaseState(valid_until=clock.now() + LONG), defer=True)
+    report.count(end.counted)  # as GroupRunner.run counts the group done when its run returns
+    finisher.finish_deferred()
+    finisher.close()
+    assert keys(local_backend, "done_flags/") == [layout.done_key(group.hash)]
+    assert keys(local_backend, "worker_locks/") == []
+    assert (report.processed, report.already_finished, report.lost_locks) == (1, 0, 0)
+
+
+def test_a_deferred_done_flag_whose_lease_ran_out_first_writes_nothing_and_leaves_the_lock_to_go_stale(local_backend):
+    finisher, group, claim, report = _finisher_with_a_claim(local_backend)
+    report.processed = 1  # counted done as the run returned
+    # The helper that writes it got no CPU until the lease (with its margin) had run out.
+    assert finisher._record_done(group, claim, LeaseState(valid_until=0.0), RETURNED_CLEAN, deferred=True) is False
+    assert keys(local_backend, "done_flags/") == []
+    assert keys(local_backend, "worker_locks/") == [layout.lock_key(group.hash)]  # a taker runs the group again
+    assert (report.processed, report.lost_locks) == (0, 1)
+
+
+def test_a_deferred_done_flag_another_completion_wrote_first_counts_the_group_already_finished(local_backend):
+    finisher, group, claim, report = _finisher_with_a_claim(local_backend)
+    report.processed = 1
+    local_backend.create(layout.done_key(group.hash), json.dumps({"owner": "someone-else", "worker_id": "w9", "attempt": 1}).encode())
+    assert finisher._record_done(group, claim, LeaseState(valid_until=clock.now() + LONG), RETURNED_CLEAN, deferred=True) is False
+    assert (report.processed, report.already_finished) == (0, 1)
+    assert keys(local_backend, "worker_locks/") == []  # released all the same: the group is done

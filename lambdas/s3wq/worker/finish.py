@@ -6,9 +6,9 @@ changed counts a lost lock, and nothing more is written for that group.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from s3wq.config import MIN_RUN_SECONDS, WorkerSettings
 from s3wq.host.run_ends import Returned
@@ -36,14 +36,21 @@ class Finisher:
         self.settings = settings
         self.budget = budget
         self.report = report
-        # A group that returned, whose release waits for the next run to overlap.
-        self._deferred: Callable[[], None] | None = None
+        # A group that returned, whose done flag and release go out beside the next run: the wait for them.
+        self._deferred: Callable[[], object] | None = None
+        self._records: ThreadPoolExecutor | None = None
 
     def _lost_lock(self) -> None:
         with self.report.tally() as report:
             report.lost_locks += 1
 
-    def take_deferred(self) -> Callable[[], None] | None:
+    def close(self) -> None:
+        """Once the deferred records are finished: the thread that wrote them ends."""
+        if self._records is not None:
+            self._records.shutdown()
+            self._records = None
+
+    def take_deferred(self) -> Callable[[], object] | None:
         deferred, self._deferred = self._deferred, None
         return deferred
 
@@ -66,30 +73,55 @@ class Finisher:
         if not self.protocol.give_back_unrun(claim, why):
             self._lost_lock()
 
-    def complete(self, group: Group, claim: Claim, lease: LeaseState, *, defer_release: bool, end: Returned = RETURNED_CLEAN) -> GroupEnd:
-        """Record a run that returned -- done flag, then lock released -- while the lease still holds.
+    def complete(self, group: Group, claim: Claim, lease: LeaseState, *, defer: bool, end: Returned = RETURNED_CLEAN) -> GroupEnd:
+        """Record a run that returned -- input errors, done flag, then lock released -- while the lease still holds.
 
-        The done flag is always written before the next run starts: a worker
-        that dies in that run must not take with it the record of this one.
-        Only the release (which a taker could do as well) may wait for the
-        next run to hide it.
+        With ``defer`` (the main walk, which claims ahead) the writes go out
+        on a helper thread beside the next run, as it starts, and the group
+        counts done now: a worker that dies in the first round trip of that
+        run may take the done flag with it, but never the group, whose lock
+        it still holds -- it goes stale, and a taker runs the group again.
+        Without, they go out here, before anything else runs.
         """
         if not lease.held():
             return self.stopped(group, claim, Stopped(EXPIRED), 0.0)
+        if defer:
+            if self._records is None:
+                self._records = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3wq-record")
+            # Out at once, one group's records after another's, as early as if written here; joined (its error
+            # raised) by the next run's helpers or at the walk's end.
+            self._deferred = self._records.submit(self._record_done, group, claim, lease, end, deferred=True).result
+            return GroupEnd.of(GroupOutcome.DONE, claim)
+        # A claim made behind this one runs only if the flag names this claim:
+        # a taker tells whether it ran by that (see ClaimProtocol.claim).
+        if self._record_done(group, claim, lease, end, deferred=False):
+            return GroupEnd.of(GroupOutcome.DONE, claim)
+        return GroupEnd.of(GroupOutcome.ALREADY_FINISHED, claim, heard=GroupOutcome.DONE)
+
+    def _record_done(self, group: Group, claim: Claim, lease: LeaseState, end: Returned, *, deferred: bool) -> bool:
+        """The input errors, the done flag and the release of a run that returned; whether the flag is this claim's."""
+        if deferred and not lease.held():
+            # Judged held with the lease's margin to spare a moment ago, on the thread that ran it: a helper that
+            # got no CPU for that long writes nothing, and the lock goes stale with the group undone, to run again.
+            log.warning("group %s: its lease ran out before its done flag could be written; it will run again", group.hash)
+            self._undo_done()
+            return False
         self.protocol.record_input_errors(claim, end.input_errors, end.inputs)
         ours = self.protocol.mark_done(claim, input_errors=end.input_errors)
         if ours and end.input_errors:
             with self.report.tally() as report:
                 report.input_errors += end.input_errors
-        if defer_release:
-            self._deferred = functools.partial(self.release, claim)
-        else:
-            self.release(claim)
-        # A claim made behind this one runs only if the flag names this claim:
-        # a taker tells whether it ran by that (see ClaimProtocol.claim).
-        if ours:
-            return GroupEnd.of(GroupOutcome.DONE, claim)
-        return GroupEnd.of(GroupOutcome.ALREADY_FINISHED, claim, heard=GroupOutcome.DONE)
+        if not ours and deferred:
+            with self.report.tally() as report:  # counted done when the run returned: another completion came first
+                report.processed -= 1
+                report.already_finished += 1
+        self.release(claim)
+        return ours
+
+    def _undo_done(self) -> None:
+        with self.report.tally() as report:
+            report.processed -= 1
+            report.lost_locks += 1
 
     def fail(
         self,

@@ -11,6 +11,7 @@ breaker (``breaker``), the worker's time (``budget``). After the walk,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import random
@@ -151,8 +152,17 @@ class Worker:
         if not refs and self.require_index:
             raise NoIndex(self.backend.uri)
         walk = Walk(refs, total_groups=sum(r.groups or 0 for r in refs), spot=self.position * len(refs))
-        self._walk(walk)
+        try:
+            self._walk(walk)
+        except BaseException:
+            # The last group that returned has its done flag still to write (it goes out beside the next run): written
+            # on the way out, as if the walk had ended, while the error that ended it goes on up.
+            with contextlib.suppress(Exception):
+                self.finisher.finish_deferred()
+            self.finisher.close()
+            raise
         self.finisher.finish_deferred()
+        self.finisher.close()
         if self._ahead_pool is not None:
             self._ahead_pool.shutdown()
             self._ahead_pool = None
@@ -268,9 +278,10 @@ class Worker:
         """Run one group to its end, retrying it here while attempts and time allow; how it ended.
 
         On the main ``walk`` the worker pipelines: while the processor runs,
-        helper threads release the previous group's lock -- its done flag was
-        written before this run began -- and claim the next group ahead of
-        time, which is returned beside the outcome. Every step is the one the
+        helper threads write the previous group's done flag and release its
+        lock -- sent as that group's run returned, and finished before this
+        run's group is recorded -- and claim the next group ahead of time,
+        which is returned beside the outcome. Every step is the one the
         sequential worker takes, in the same order for each group; only the
         waiting on the store overlaps the processing. At most one claim is
         made ahead, and it is renewed while it waits. It names the group it

@@ -98,7 +98,7 @@ class GroupRunner(CrewMember):
             if failure is None:
                 self.breaker.disarm()
                 self.timing.run_seconds.append(ran)
-                return self.finisher.complete(group, claim, keeper.state, defer_release=ahead is not None, end=end)
+                return self.finisher.complete(group, claim, keeper.state, defer=ahead is not None, end=end)
             retry = self._after_failure(group, claim, failure)
             if isinstance(retry, GroupEnd):
                 return retry
@@ -149,9 +149,9 @@ class GroupRunner(CrewMember):
         keeper.settle()
         ran = time.monotonic() - run_started
         if ahead is not None:
-            # The claim made ahead may still be on its way: the done flag
-            # goes out beside it rather than after it (the caller waits
-            # for both before the next run).
+            # The claim made ahead may still be on its way: it is due now
+            # (the caller waits for it before the next run, beside which
+            # this run's done flag goes out).
             ahead.ran(ran)
         with self.report.tally() as report:
             report.renewals += keeper.renewals
