@@ -51,7 +51,8 @@ def contention_json(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize(
-    "script", ["contention.py", "populate.py", "start.py", "coldstart.py", "cost.py", "olmocr_memory.py", "status_scale.py"]
+    "script",
+    ["contention.py", "populate.py", "start.py", "coldstart.py", "cost.py", "olmocr_memory.py", "status_scale.py", "host_overhead.py"],
 )
 def test_every_benchmark_has_help_with_an_example(script):
     done = subprocess.run([sys.executable, str(BENCH_DIR / script), "--help"], capture_output=True, text=True, timeout=60, check=False)
@@ -113,6 +114,15 @@ def test_coldstart_times_each_handler_import():
     assert set(handlers) == {"s3wq.handlers.populate", "s3wq.handlers.worker", "s3wq.handlers.status"}
     assert all(h["median_ms"] > 0 for h in handlers.values())
     assert "bundle" not in result
+
+
+def test_host_overhead_times_runs_in_a_host_against_the_in_process_floor():
+    result = run_bench("host_overhead.py", "--runs", "5")
+    shapes = result["shapes"]
+    assert set(shapes) == {"noop", "child", "in-process"} and all(s["runs"] == 5 for s in shapes.values())
+    # A run in a host costs more than the call itself, and one that starts a process more than one that does not.
+    assert shapes["noop"]["median_ms"] > shapes["in-process"]["median_ms"]
+    assert shapes["child"]["overhead_median_ms"] > 0
 
 
 def test_cost_prices_every_queue_from_a_contention_result(contention_json):
