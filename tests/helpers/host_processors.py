@@ -67,3 +67,29 @@ def kills_its_warden_leaving_a_daemon(group, ctx) -> None:
     _record(daemon.pid)
     os.kill(os.getppid(), signal.SIGKILL)
     time.sleep(60)
+
+
+def _exit_after_starting_a_daemon(delay: float) -> None:
+    """A forkserver's child: starts a daemon (a session of its own), spins ``delay`` seconds, exits."""
+    _record(subprocess.Popen(["sleep", "60"], start_new_session=True).pid)
+    end = time.monotonic() + delay
+    while time.monotonic() < end:
+        pass
+    os._exit(0)
+
+
+def returns_as_its_forkserver_child_exits(group, ctx) -> None:
+    """Returns while a child of multiprocessing's forkserver (kept between runs) is exiting, its daemon on its way to the warden.
+
+    The forkserver, a process the warden keeps, reaps that child: a scan that
+    read the warden's children before the daemon was reparented to it, and the
+    forkserver's after the child was gone, finds neither.
+    """
+    import multiprocessing
+    import random
+
+    before = len(open(os.environ["S3WQ_TEST_PID_FILE"]).read().split())
+    child = multiprocessing.get_context("forkserver").Process(target=_exit_after_starting_a_daemon, args=(random.uniform(0.0, 0.004),))
+    child.start()
+    while len(open(os.environ["S3WQ_TEST_PID_FILE"]).read().split()) == before:
+        time.sleep(0.0002)

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 SITECUSTOMIZE = """
 import os
@@ -55,3 +56,28 @@ def test_a_sitecustomize_on_the_workers_path_runs_in_neither_the_reaper_nor_the_
     assert (started / "runner").exists()
     hooked = {int(path.name) for path in started.iterdir() if path.name.isdigit()}
     assert hooked == {worker.pid}, f"sitecustomize ran in {hooked - {worker.pid}} too, besides the worker {worker.pid}"
+
+
+def test_the_host_runs_the_workers_s3wq_when_the_interpreter_has_another_installed(tmp_path):
+    # An interpreter whose own site-packages holds some other s3wq, and a worker that imports this checkout's
+    # through PYTHONPATH: the host imports the worker's, not the one the interpreter would find first.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    [site_packages] = venv.glob("lib/python3*/site-packages")
+    (site_packages / "s3wq").mkdir()
+    (site_packages / "s3wq" / "__init__.py").write_text("raise ImportError('the other s3wq')\n", encoding="utf-8")
+    # This checkout's s3wq first (the dev venv finds it through an editable install's hook, not a path), then the rest.
+    ours = [str(Path(__file__).resolve().parents[2] / "lambdas"), *(path for path in sys.path if path)]
+    script = (
+        "import tempfile, time\n"
+        "from s3wq.host.sandbox import ProcessorHost\n"
+        "from s3wq.protocol import clock\n"
+        "host = ProcessorHost('noop', tempfile.mkdtemp())\n"
+        "host.start()\n"
+        "host.run('0' * 40, ['a'], worker_id='w', attempt=1, owner='w:1', deadline_epoch=time.time() + 60, held_until=clock.now() + 60)\n"
+        "print(type(host.wait(30)).__name__)\n"
+        "host.close()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(ours)}
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "Returned", done.stderr

@@ -190,3 +190,24 @@ def test_a_dead_wardens_daemon_is_ended_by_the_reaper_and_the_programs_own_child
         for own in (before, after):
             own.kill()
             own.wait()
+
+
+def test_a_daemon_reparented_to_the_warden_as_its_run_ends_is_ended_with_the_run(local_workspace, pid_file):
+    # A race: the run's forkserver child exits (reaped by the forkserver, which the warden keeps) just as the warden
+    # scans; its daemon moves to the warden meanwhile. Measured before the fix: 6 and 1 escapes in 300 runs.
+    host = ProcessorHost("host_processors:returns_as_its_forkserver_child_exits", local_workspace)
+    escaped = []
+    try:
+        for _ in range(RACE_RUNS):
+            end = run_to_end(host)
+            daemon = pids(pid_file)[-1]
+            assert isinstance(end, Returned), end
+            if alive(daemon):
+                escaped.append((daemon, end.leftovers))
+                os.kill(daemon, signal.SIGKILL)
+    finally:
+        host.close()
+    assert escaped == []
+
+
+RACE_RUNS = 200

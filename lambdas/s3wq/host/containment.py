@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from s3wq.errors import S3wqError
-from s3wq.host.procfs import Member, children_files, descendants, read_stat
+from s3wq.host.procfs import Member, children_files, descendants, direct_children, read_stat
 from s3wq.protocol import clock
 from s3wq.wording import plural
 
@@ -145,21 +145,24 @@ class ProcessTree:
         A round that finds a new member (alive or a zombie: one that just
         exited may have a child on its way to the warden) is not clean; the
         pause lets a fork in flight land and an orphan be reparented. A
-        first round that finds nothing at all is final (None): a fork in
-        flight has a parent, and a child on its way to the warden a parent
-        not yet reaped, that the round would have found; only a process
-        ``select`` leaves alone (the runner, the module's own) or one of its
-        threads could be starting one, and no number of rounds tells those
-        apart. So a run that started no process costs one /proc read, not
-        the few milliseconds of pauses.
+        first round that finds nothing at all is final (None) if the root's
+        own children are still those it listed: a fork in flight has a
+        parent the round would have found, and an orphan reparented while
+        the round walked lands among the root's children, read again after
+        the walk (its old parent may be gone by then: reaped by a process
+        ``select`` leaves alone, a forkserver, say). Only such a process, or
+        one of its threads, could be starting one at that moment, and no
+        number of rounds tells those apart. So a run that started no process
+        costs two /proc reads, not the few milliseconds of pauses.
         """
         seen: dict[tuple[int, int], Member] = {}
         clean_rounds = 0
         pause = _FIRST_PAUSE_SECONDS
         while clean_rounds < 2:
             reap()
-            new = [m for m in select(self.members()) if m.key not in seen]
-            if not new and not seen and clean_rounds == 0:
+            members = self.members()
+            new = [m for m in select(members) if m.key not in seen]
+            if not new and not seen and clean_rounds == 0 and self._root_children_settled(members):
                 return None, True
             for member in new:
                 seen[member.key] = member
@@ -171,6 +174,11 @@ class ProcessTree:
             time.sleep(pause)
             pause = min(2 * pause, _FREEZE_PAUSE_SECONDS)
         return {key: m for key, m in seen.items() if m.alive}, True
+
+    def _root_children_settled(self, members: dict[int, Member]) -> bool:
+        """Whether the root's children now are among those ``members`` listed: nobody was reparented to it meanwhile."""
+        listed = {pid for pid, member in members.items() if member.parent == self.root}
+        return set(direct_children(self.root, from_children_files=self._children_files)) <= listed
 
     def _kill_until_gone(
         self,
@@ -235,11 +243,15 @@ def _names(names: Sequence[str]) -> str:
     return ", ".join(distinct[:_NAMES_SHOWN]) + (", ..." if len(distinct) > _NAMES_SHOWN else "")
 
 
-def describe_leftovers(processes: Sequence[str], threads: Sequence[str]) -> str:
-    """One line naming what a run left running: counts and names, no pids, so the same bug reads the same every group."""
+def describe_leftovers(processes: Sequence[str], threads: Sequence[str], *, process_count: int | None = None) -> str:
+    """One line naming what a run left running: counts and names, no pids, so the same bug reads the same every group.
+
+    ``process_count``: how many processes, where ``processes`` names only some of them.
+    """
     parts = []
     if processes:
-        parts.append(f"{plural(len(processes), 'process', 'processes')} ({_names(processes)})")
+        count = len(processes) if process_count is None else process_count
+        parts.append(f"{plural(count, 'process', 'processes')} ({_names(processes)})")
     if threads:
         parts.append(f"{plural(len(threads), 'thread')} ({_names(threads)})")
     return " and ".join(parts)[:MAX_LEFTOVERS_CHARS]

@@ -92,6 +92,11 @@ def _children_from_stats() -> Callable[[int], list[int]]:
     return lambda pid: by_parent.get(pid, [])
 
 
+def direct_children(pid: int, *, from_children_files: bool) -> list[int]:
+    """The pids of ``pid``'s children, from its children files or, on a kernel without them, from every stat."""
+    return children_of(pid) if from_children_files else _children_from_stats()(pid)
+
+
 def descendants(root: int, *, from_children_files: bool) -> dict[int, Member]:
     """Every process below ``root`` (zombies too), by pid."""
     found: dict[int, Member] = {}

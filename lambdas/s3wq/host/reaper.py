@@ -48,6 +48,8 @@ WARDEN_GRACE_SECONDS = GIVE_UP_SECONDS + 2.0
 # While the warden lives, the reaper wakes this often to reap the orphans it inherited.
 _REAP_SLICE_SECONDS = 0.5
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# Of what the reaper ended, the names it reports (each a process's name: at most 15 bytes).
+_NAMES_REPORTED = 50
 
 
 class _Reaper:
@@ -62,6 +64,8 @@ class _Reaper:
         if self.warden_pid == 0:
             # Before the warden is known (a fork just returned, maybe): one that exists sees its parent gone, and ends.
             os._exit(EXIT_ENDED)
+        if self.warden_code is not None:
+            return  # reaped already: its pid may be another process's by now; what it left is ended below
         if self.asked_at is None:
             self.asked_at = clock.now()
         for signum_to_send in (signal.SIGTERM, signal.SIGCONT):
@@ -113,7 +117,7 @@ class _Reaper:
             os.killpg(0, signal.SIGKILL)  # no subreaper, no /proc: the process group, the reaper with it
         try:
             return self.tree.end(dict.values, reap=self.reap, within=GIVE_UP_SECONDS, zombies_too=True)
-        except KeptAppearing as exc:  # only raised with settle_within: not asked for here
+        except KeptAppearing as exc:  # new ones still appearing when the time was up: counted as survivors
             return exc.killed, exc.killed
 
 
@@ -131,10 +135,15 @@ def _report(fd: int, warden_code: int | None, ended: list[Member], survived: lis
 
     The runner is left out of what was ended: it dies with its warden (PR_SET_PDEATHSIG), and is not what a run left.
     """
+    # A few names are enough for the one line the worker makes of them (describe_leftovers shows three); the counts
+    # are whole. Small, so that the line fits a pipe's buffer and the write never waits on a worker that reads later.
+    ended_names = [m.name for m in ended if m.alive and m.key != runner]
     line = {
         "warden": warden_code,
-        "ended": [m.name for m in ended if m.alive and m.key != runner],
-        "survived": [m.name for m in survived],
+        "ended": ended_names[:_NAMES_REPORTED],
+        "ended_count": len(ended_names),
+        "survived": [m.name for m in survived][:_NAMES_REPORTED],
+        "survived_count": len(survived),
     }
     try:
         os.write(fd, json.dumps(line).encode() + b"\n")

@@ -86,9 +86,17 @@ from s3wq.protocol import clock
 
 # How long kill() waits for the reaper to end the host: longer than it waits for the warden and then keeps trying itself.
 KILL_WAIT_SECONDS = WARDEN_GRACE_SECONDS + GIVE_UP_SECONDS + 3.0
-# Not ``-m s3wq.host.reaper``: the package imports it before runpy would run it as __main__. The folder that
-# holds s3wq goes last on the path: the reaper and the warden import the stdlib's modules, never a same-named file.
-_HOST_ENTRY = "import sys; sys.path.append(sys.argv[1]); from s3wq.host.reaper import reaper_main; reaper_main(sys.argv[2:])"
+# Not ``-m s3wq.host.reaper``: the package imports it before runpy would run it as __main__. The path is made after
+# start-up, so no sitecustomize on it runs: first the folder that holds this process's s3wq, so that the host runs
+# the same s3wq as the worker, not another the interpreter has installed (it holds s3wq alone, or what pip installed
+# beside it and, on Lambda, a processor folder's files, which may not shadow the stdlib: s3wq.processors.folder);
+# then the interpreter's own (the stdlib first); then the rest of the worker's, where s3wq's dependencies may be
+# (a Lambda layer, the local cloud's requirements), behind the stdlib, so that nothing there named like it is taken.
+_HOST_ENTRY = (
+    "import os, sys; sys.path.insert(0, sys.argv[1]); "
+    f"sys.path += [p for p in os.environ['{HOST_PATH_ENV}'].split(os.pathsep) if p and p not in sys.path]; "
+    "from s3wq.host.reaper import reaper_main; reaper_main(sys.argv[2:])"
+)
 _S3WQ_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -97,8 +105,14 @@ class ReaperReport:
     """What the reaper said as it exited: the warden's exit code (None: not seen), and what it had to end itself, or could not."""
 
     warden: int | None = None
-    ended: tuple[str, ...] = ()
+    ended: tuple[str, ...] = ()  # the names of some of them
+    ended_count: int = 0
     survived: tuple[str, ...] = ()
+
+    @property
+    def leftovers(self) -> str:
+        """What the reaper ended, as a run's leftovers are described."""
+        return describe_leftovers(self.ended, [], process_count=self.ended_count)
 
     @classmethod
     def read(cls, fd: int) -> ReaperReport | None:
@@ -106,7 +120,7 @@ class ReaperReport:
         try:
             line = os.read(fd, 65536)
             doc = json.loads(line)
-            return cls(doc["warden"], tuple(doc["ended"]), tuple(doc["survived"]))
+            return cls(doc["warden"], tuple(doc["ended"]), doc["ended_count"], tuple(doc["survived"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -281,9 +295,9 @@ class ProcessorHost:
             return Unkillable()
         report = self.last_report or ReaperReport()
         if clock.now() >= self._held_until:
-            return Raised(describe_exit(report.warden, lease_over=True), leftovers=describe_leftovers(report.ended, []), host_died=True)
+            return Raised(describe_exit(report.warden, lease_over=True), leftovers=report.leftovers, host_died=True)
         error = describe_exit(report.warden, out_of_memory=out_of_memory, whose="the processor host's warden")
-        return Raised(error, leftovers=describe_leftovers(report.ended, []), host_died=True)
+        return Raised(error, leftovers=report.leftovers, host_died=True)
 
     def kill_now(self) -> None:
         """Ask the reaper to end the host, without waiting (a second Ctrl-C: the worker exits at once)."""

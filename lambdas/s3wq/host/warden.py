@@ -173,6 +173,10 @@ class _Warden:
             if member is not None and member.parent == self.runner_pid and member.alive:
                 self.baseline.add(member.key)
 
+    def _runs_own(self, killed: list[Member]) -> list[Member]:
+        """What of ``killed`` the run left: not the runner, nor the module's own."""
+        return [m for m in killed if m.pid != self.runner_pid and m.key not in self.baseline]
+
     def finish_run(self, reply: tuple) -> None:
         """A run ended: end what it left running, and only then tell the worker; threads left running end the host."""
         *fields, kept, threads = reply
@@ -180,14 +184,13 @@ class _Warden:
         host_ending = bool(threads)
         if threads and self.tree.contained:
             # A thread cannot be stopped alone, and it may be starting processes: the runner goes first, with the host.
-            killed = self._end_members(dict.values, zombies_too=True)
-            killed = [m for m in killed if m.pid != self.runner_pid and m.key not in self.baseline]
+            killed = self._runs_own(self._end_members(dict.values, zombies_too=True))
         else:
             try:
                 killed = self._end_members(self._run_leftovers, settle_within=_RESPAWN_SECONDS)
             except KeptAppearing as exc:
                 # The runner (a thread the runner could not see as the run's, a native one) keeps starting them: the host goes.
-                killed = exc.killed + self._end_members(dict.values, zombies_too=True)
+                killed = exc.killed + self._runs_own(self._end_members(dict.values, zombies_too=True))
                 host_ending = True
         # The lease timer stayed armed until the run's processes were gone: a frozen worker cannot delay that.
         self.deadline = None
@@ -214,8 +217,7 @@ class _Warden:
         """The runner is gone (it crashed, or a processor killed its own process group): end the host, then say what its run left."""
         over = self.deadline is not None and clock.now() >= self.deadline - SELF_STOP_GRACE_SECONDS
         self._ending = True
-        killed = self._end_members(dict.values, zombies_too=True)
-        left = describe_leftovers([m.name for m in killed if m.pid != self.runner_pid and m.key not in self.baseline], [])
+        left = describe_leftovers([m.name for m in self._runs_own(self._end_members(dict.values, zombies_too=True))], [])
         try:
             self.worker.send(("died", self.runner_code, over, left))
         except OSError:

@@ -11,7 +11,6 @@ breaker (``breaker``), the worker's time (``budget``). After the walk,
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import random
@@ -155,17 +154,20 @@ class Worker:
         try:
             self._walk(walk)
         except BaseException:
-            # The last group that returned has its done flag still to write (it goes out beside the next run): written
-            # on the way out, as if the walk had ended, while the error that ended it goes on up.
-            with contextlib.suppress(Exception):
+            # The last group that returned may have its done flag still on its way (it goes out beside the next
+            # run): finished on the way out, as if the walk had ended, while the error that ended it goes on up.
+            try:
                 self.finisher.finish_deferred()
-            self.finisher.close()
+            except Exception as exc:  # noqa: BLE001 -- said here; the walk's own error is the one raised
+                log.warning("the last done flag could not be written (%s): its group will run again", exc)
             raise
-        self.finisher.finish_deferred()
-        self.finisher.close()
-        if self._ahead_pool is not None:
-            self._ahead_pool.shutdown()
-            self._ahead_pool = None
+        else:
+            self.finisher.finish_deferred()
+        finally:
+            self.finisher.close()
+            if self._ahead_pool is not None:
+                self._ahead_pool.shutdown()
+                self._ahead_pool = None
         if not self._stop_requested() and self.report.stopped_reason != StopReason.TIME_LIMIT and not self._breaker.tripped:
             self._drain_waiting(walk)
         if self._stop_requested():
@@ -287,7 +289,7 @@ class Worker:
         made ahead, and it is renewed while it waits. It names the group it
         was made behind, so that if this worker dies before that group
         finished, the claim made ahead -- which never ran -- costs its group
-        no attempt; and it runs only once the group in front is done or failed.
+        no attempt; and it runs only once the group in front has returned (its done flag on its way) or failed.
         """
         if walk is None:
             return self._run_group(group, claim, None), None
