@@ -16,7 +16,7 @@ import pytest
 from s3wq.host.containment import MAX_LEFTOVERS_CHARS, describe_leftovers, not_kept
 from s3wq.host.procfs import Member
 from s3wq.host.procfs import read_stat as _read_stat
-from s3wq.host.threads import ModuleThreads, idle_pool_worker, leftover_threads
+from s3wq.host.threads import ModuleThreads, idle_pool_worker, leftover_threads, track_pool_jobs
 
 
 def member(pid: int, parent: int, started: int = 1, name: str = "sleep") -> Member:
@@ -98,6 +98,7 @@ def test_an_idle_pool_worker_is_no_leftover_and_a_busy_one_or_a_plain_thread_is(
 
 
 def test_the_modules_own_threads_at_their_own_work_are_no_leftovers_but_a_job_a_run_gave_its_pool_is():
+    track_pool_jobs()  # as the runner does before it loads the processor
     stop, release = threading.Event(), threading.Event()
     flusher = threading.Thread(target=stop.wait, name="sdk-flusher")
     flusher.start()
@@ -122,20 +123,26 @@ def test_the_modules_own_threads_at_their_own_work_are_no_leftovers_but_a_job_a_
         warm.shutdown()
 
 
-def test_a_stack_that_stops_being_frames_while_walked_ends_there_and_is_no_pool_worker():
-    """Another thread's stack moves while it is walked: CPython 3.11 was seen to give a dict for an ``f_back``.
+def test_a_thread_is_judged_by_its_innermost_frame_alone_and_only_a_pool_thread_can_be_idle():
+    """Another thread's stack is never walked (CPython 3.11: ``f_back`` of a frame its thread has left can read freed memory).
 
-    A stand-in frame whose ``f_back`` is such a dict: the walk ends there (not a pool worker), rather than
-    raising AttributeError out of the run that looked.
+    A plain thread is no pool worker whatever its frame; nor is a pool thread given a frame that is none.
     """
-
-    class MovedFrame:  # what the walk reads of a frame: f_code, f_back, f_locals
-        def __init__(self):
-            self.f_code = (lambda: None).__code__
-            self.f_back = {"not": "a frame"}
-            self.f_locals = {}
-
-    real = sys._getframe()
-    assert idle_pool_worker(real) is False  # a plain stack, walked to its end
-    assert idle_pool_worker({"not": "a frame"}) is False  # type: ignore[arg-type]
-    assert idle_pool_worker(MovedFrame()) is False  # type: ignore[arg-type]
+    release = threading.Event()
+    plain = threading.Thread(target=release.wait, name="plain")
+    pool = ThreadPoolExecutor(1, thread_name_prefix="judged")
+    try:
+        plain.start()
+        list(pool.map(time.sleep, [0.01]))
+        [worker] = [t for t in threading.enumerate() if t.name.startswith("judged")]
+        give_up = time.monotonic() + 5
+        while not idle_pool_worker(worker, sys._current_frames().get(worker.ident)):
+            assert time.monotonic() < give_up, "the pool's thread never looked idle"
+            time.sleep(0.005)
+        assert idle_pool_worker(plain, sys._current_frames()[plain.ident]) is False
+        assert idle_pool_worker(worker, None) is False
+        assert idle_pool_worker(worker, {"not": "a frame"}) is False  # type: ignore[arg-type]
+    finally:
+        release.set()
+        plain.join()
+        pool.shutdown()

@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection
 
 from s3wq.errors import S3wqError
 from s3wq.host.killtimer import KillTimer
-from s3wq.host.threads import ModuleThreads, leftover_threads
+from s3wq.host.threads import ModuleThreads, leftover_threads, track_pool_jobs
 from s3wq.inputs import InputPolicy
 from s3wq.protocol import clock
 from s3wq.protocol.tracebacks import own_frame, processor_roots
@@ -118,6 +118,7 @@ def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input
     from s3wq.store import open_backend
 
     _take_the_worker_path()
+    track_pool_jobs()  # before the module's import: a pool job it starts there is its own
     try:
         processor = load_processor(processor_spec)
         backend = open_backend(workspace_uri)

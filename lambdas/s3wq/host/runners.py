@@ -160,7 +160,7 @@ class _Running:
     def now(cls) -> _Running:
         threads = threading.enumerate()
         frames = sys._current_frames()
-        idle = frozenset(t for t in threads if t.ident in frames and idle_pool_worker(frames[t.ident]))
+        idle = frozenset(t for t in threads if idle_pool_worker(t, frames.get(t.ident)))
         return cls(frozenset(threads), idle, frozenset(running_children(os.getpid())))
 
 
@@ -180,7 +180,7 @@ def _left_running(before: _Running) -> tuple[list[threading.Thread], dict[int, s
         and not isinstance(t, threading._DummyThread)
     ]
     frames = sys._current_frames()
-    threads = [t for t in threads if not (t.ident in frames and idle_pool_worker(frames[t.ident]))]
+    threads = [t for t in threads if not idle_pool_worker(t, frames.get(t.ident))]
     return threads, {pid: name for pid, name in running_children(os.getpid()).items() if pid not in before.children}
 
 

@@ -4,89 +4,110 @@ A thread cannot be stopped alone: a process whose run left one must end.
 What ran before any run is the module's (:class:`ModuleThreads`); a stdlib
 ``ThreadPoolExecutor`` worker waiting on an empty queue runs nothing of any
 run, whoever started it (:func:`idle_pool_worker`).
+
+Another thread is judged by its innermost Python frame alone, never by
+walking its stack: on CPython 3.11 ``f_back`` of a frame that its thread
+has left while we looked (the GIL passes between our bytecodes) can read
+freed memory -- seen here as a dict where a frame should be, and as a
+segfault of the process that looked. Which job a pool thread runs is told
+by the job itself (:func:`track_pool_jobs`), not by its frames.
 """
 
 from __future__ import annotations
 
+import functools
+import queue
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import thread as _futures_thread
 from types import FrameType
 
 # A thread that is just returning, or a pool worker just handed an item, settles within this.
 _THREAD_SETTLE_SECONDS = 0.05
 _POOL_WORKER_CODE = _futures_thread._worker.__code__
-_POOL_JOB_CODE = _futures_thread._WorkItem.run.__code__
+_ORIGINAL_JOB_RUN = _futures_thread._WorkItem.run
+# The job each pool thread runs, by thread id, once track_pool_jobs() is on (the processor host's runner).
+_RUNNING_JOBS: dict[int, object] = {}
 
 
-def _frames(frame: FrameType | None) -> Iterator[FrameType]:
-    """A thread's stack from ``frame`` outwards, ending where it ends or stops being a stack of frames.
+@functools.wraps(_ORIGINAL_JOB_RUN)
+def _tracked_job_run(self, *args, **kwargs):
+    ident = threading.get_ident()
+    _RUNNING_JOBS[ident] = self
+    try:
+        return _ORIGINAL_JOB_RUN(self, *args, **kwargs)
+    finally:
+        _RUNNING_JOBS.pop(ident, None)
 
-    Another thread's stack moves while it is walked (the GIL passes between
-    our bytecodes), and on CPython 3.11 a frame's ``f_back`` read then has
-    been seen to give an object that is no frame (a dict): that is the end
-    of what can be known of that stack, not an error of the run.
+
+# The frames a pool thread is innermost in while a job of C code runs (time.sleep, sum): the job's run.
+_POOL_JOB_CODES = (_ORIGINAL_JOB_RUN.__code__, _tracked_job_run.__code__)
+
+
+def track_pool_jobs() -> None:
+    """Have every ``ThreadPoolExecutor`` job say which thread runs it, from now on (the runner does, before it loads the processor).
+
+    The one change to the stdlib s3wq makes, in the processor host alone:
+    ``_WorkItem.run`` records itself while it runs, so that a pool thread of
+    the module is known to be at its own job (one the module gave it at
+    import) or at one a run gave it.
     """
-    while isinstance(frame, FrameType):
-        yield frame
-        frame = frame.f_back
+    _futures_thread._WorkItem.run = _tracked_job_run
 
 
-def _pool_worker_frame(frame: FrameType | None) -> FrameType | None:
-    """The frame of a stdlib ThreadPoolExecutor's worker loop in a thread's stack, if it is one of a pool's threads."""
-    return next((f for f in _frames(frame) if f.f_code is _POOL_WORKER_CODE), None)
+def _is_pool_thread(thread: threading.Thread) -> bool:
+    return getattr(thread, "_target", None) is _futures_thread._worker
 
 
-def _pool_job(frame: FrameType | None) -> object | None:
-    """The work item a pool's thread is running (None: not a pool's thread, or between jobs)."""
-    loop = _pool_worker_frame(frame)
-    return None if loop is None else loop.f_locals.get("work_item")
+def _pool_queue(thread: threading.Thread) -> queue.SimpleQueue | None:
+    """The work queue a pool thread takes its jobs from: among the arguments its pool started it with (their order varies)."""
+    return next((arg for arg in getattr(thread, "_args", ()) if isinstance(arg, queue.SimpleQueue)), None)
 
 
-def idle_pool_worker(frame: FrameType | None) -> bool:
-    """Whether a thread is a stdlib ThreadPoolExecutor worker waiting on its work queue, with nothing queued.
+def _finished(job: object) -> bool:
+    """Whether a pool's work item (or the (item, name) pair newer Pythons queue) has nothing left to run."""
+    item = job[0] if isinstance(job, tuple) and job else job
+    future = getattr(item, "future", None)
+    return item is None or future is None or future.done()
+
+
+def idle_pool_worker(thread: threading.Thread, frame: FrameType | None) -> bool:
+    """Whether ``thread`` is a stdlib ThreadPoolExecutor worker waiting on its work queue, with nothing queued.
 
     Such a thread runs nothing of any run, so it is not a leftover: a pool
     the module fills lazily (its threads start in the first runs that submit
     work) must not cost a new host and a failed attempt per group, nor hold
-    up every in-process run until its lease ends. Idle: the pool's
-    ``_worker`` loop holds no work item whose future is pending, and the
-    queue is empty; a worker still tidying up after a job whose future is
-    done (the processor's ``result()`` came back first) is idle too. A work
-    item just popped but not yet stored is in neither: callers look twice, a
-    moment apart.
+    up every in-process run until its lease ends. Idle: its innermost frame
+    (``frame``) is the pool's ``_worker`` loop holding no work item whose
+    future is pending, or a job's run whose future is done (the processor's
+    ``result()`` came back first), and its queue is empty. A work item just
+    popped but not yet stored is in neither: callers look twice, a moment apart.
     """
-    finished = True
-    loop = None
-    for here in _frames(frame):
-        if here.f_code is _POOL_WORKER_CODE:
-            loop = here
-            break
-        if here.f_code is _POOL_JOB_CODE:
-            job = here.f_locals.get("self")  # None once the job has set its exception
-            finished = job is None or job.future.done()
-    if loop is None:
+    if not _is_pool_thread(thread) or not isinstance(frame, FrameType):
         return False
-    local = loop.f_locals
-    job, queue = local.get("work_item"), local.get("work_queue")
-    return finished and (job is None or job.future.done()) and queue is not None and queue.empty()
+    if frame.f_code is _POOL_WORKER_CODE:
+        job = frame.f_locals.get("work_item")
+    elif frame.f_code in _POOL_JOB_CODES:
+        job = frame.f_locals.get("self")
+    else:
+        return False
+    work_queue = _pool_queue(thread)
+    return _finished(job) and work_queue is not None and work_queue.empty()
 
 
 class ModuleThreads:
     """The threads that ran before any run -- the module's own from its import (a warm pool, an SDK's), and s3wq's."""
 
     def __init__(self) -> None:
-        frames = sys._current_frames()
         self.threads = set(threading.enumerate())
-        # The job each pool thread of the module was running then (a loop it keeps running is its own).
-        self._jobs = {thread: _pool_job(frames.get(thread.ident)) for thread in self.threads}
+        # The job each pool thread of the module was running then (track_pool_jobs: a loop it keeps running is its own).
+        self._jobs = {thread: _RUNNING_JOBS.get(thread.ident) for thread in self.threads if _is_pool_thread(thread)}
 
     def add(self, thread: threading.Thread) -> None:
         self.threads.add(thread)
 
-    def at_own_work(self, thread: threading.Thread, frame: FrameType | None) -> bool:
+    def at_own_work(self, thread: threading.Thread) -> bool:
         """Whether ``thread`` is one of these doing what it did then: its own loop, or the pool job it had then.
 
         A pool thread of the module running another job runs one a run
@@ -94,9 +115,9 @@ class ModuleThreads:
         """
         if thread not in self.threads:
             return False
-        if _pool_worker_frame(frame) is None:
+        if not _is_pool_thread(thread):
             return True
-        job = _pool_job(frame)
+        job = _RUNNING_JOBS.get(thread.ident)
         return job is not None and job is self._jobs.get(thread)
 
 
@@ -109,9 +130,9 @@ def _threads_of_runs(own: ModuleThreads) -> tuple[list[threading.Thread], bool]:
         # A native thread that once called into Python stays listed as a dummy forever: not ours to judge.
         if thread is threading.current_thread() or isinstance(thread, threading._DummyThread) or not thread.is_alive():
             continue
-        if own.at_own_work(thread, frame):
+        if own.at_own_work(thread):
             continue
-        if idle_pool_worker(frame):
+        if idle_pool_worker(thread, frame):
             pooled = True
         else:
             busy.append(thread)
