@@ -115,8 +115,12 @@ class ProcessTree:
         within: float,
         settle_within: float | None = None,
         zombies_too: bool = False,
+        on_found: Callable[[], None] | None = None,
     ) -> tuple[list[Member], list[Member]]:
         """End what ``select`` picks from the members: freeze it all (SIGSTOP), then SIGKILL it, until it is gone.
+
+        ``on_found`` runs once, as soon as there is something to end (the
+        warden stops the runner's process group with it, at once).
 
         ``reap`` waits for the warden's own dead children; with
         ``zombies_too`` the killing goes on until it has reaped every one of
@@ -128,7 +132,7 @@ class ProcessTree:
         was still alive after ``within`` seconds (it would not die).
         """
         give_up = clock.now() + within
-        frozen, settled = self._freeze(select, reap, until=min(give_up, clock.now() + (settle_within or within)))
+        frozen, settled = self._freeze(select, reap, until=min(give_up, clock.now() + (settle_within or within)), on_found=on_found)
         if frozen is None:
             return [], []  # nothing to end: the usual end of a run that started no process
         for member in frozen.values():
@@ -138,7 +142,12 @@ class ProcessTree:
         return self._kill_until_gone(select, reap, frozen, until=give_up, zombies_too=zombies_too)
 
     def _freeze(
-        self, select: Callable[[dict[int, Member]], Iterable[Member]], reap: Callable[[], None], *, until: float
+        self,
+        select: Callable[[dict[int, Member]], Iterable[Member]],
+        reap: Callable[[], None],
+        *,
+        until: float,
+        on_found: Callable[[], None] | None = None,
     ) -> tuple[dict[tuple[int, int], Member] | None, bool]:
         """SIGSTOP every member ``select`` picks until two rounds, a pause apart, find none not seen before.
 
@@ -164,6 +173,9 @@ class ProcessTree:
             new = [m for m in select(members) if m.key not in seen]
             if not new and not seen and clean_rounds == 0 and self._root_children_settled(members):
                 return None, True
+            if on_found is not None:
+                on_found()
+                on_found = None
             for member in new:
                 seen[member.key] = member
                 if member.alive:

@@ -55,6 +55,8 @@ GIVE_UP_SECONDS = 10.0
 _RUNNER_EXIT_SECONDS = 1.0
 # How long a run's leftovers may keep reappearing as they are frozen before the runner counts as starting them.
 _RESPAWN_SECONDS = 1.0
+# How long after its group is resumed a runner that starts no new process is taken for starting none.
+_RESUMED_WATCH_SECONDS = 0.02
 
 
 def prctl_pdeathsig(signum: int) -> None:
@@ -76,6 +78,7 @@ class _Warden:
         self.deadline: float | None = None  # while a run is in progress
         self.lease_over = KillTimer(signal.SIGCONT)
         self.worker: Connection | None = None
+        self.runner_group_stopped = False  # by _stop_runner_group, until a run's leftovers are gone
         self.runner: Connection | None = None
         self._ending = False
 
@@ -112,7 +115,12 @@ class _Warden:
         """
         try:
             killed, survivors = self.tree.end(
-                select, reap=self.reap, within=GIVE_UP_SECONDS, settle_within=settle_within, zombies_too=zombies_too
+                select,
+                reap=self.reap,
+                within=GIVE_UP_SECONDS,
+                settle_within=settle_within,
+                zombies_too=zombies_too,
+                on_found=self._stop_runner_group,
             )
         except KeptAppearing as exc:
             if settle_within is not None:
@@ -173,6 +181,49 @@ class _Warden:
             if member is not None and member.parent == self.runner_pid and member.alive:
                 self.baseline.add(member.key)
 
+    def _stop_runner_group(self) -> None:
+        """SIGSTOP the runner's process group, every member of it at once: what its run started there forks no more.
+
+        A fork chain (each generation forks one child and exits) outruns a
+        freeze that stops its members one by one in rounds, on a loaded
+        machine for seconds; the kernel stops a group in one call. What left
+        the group (``setsid``) is frozen in rounds as before.
+        """
+        if self.tree.contained and self.runner_code is None:
+            try:
+                os.killpg(self.runner_pid, signal.SIGSTOP)
+                self.runner_group_stopped = True
+            except (ProcessLookupError, PermissionError):
+                pass  # gone: the rounds find what is left
+
+    def _resume_runner_group(self) -> bool:
+        """SIGCONT what is left of the runner's group once a run's leftovers are gone (the runner, the module's own); whether it was stopped."""
+        if not self.runner_group_stopped:
+            return False
+        self.runner_group_stopped = False
+        try:
+            os.killpg(self.runner_pid, signal.SIGCONT)
+        except (ProcessLookupError, PermissionError):
+            pass
+        return True
+
+    def _runner_starts_more(self) -> bool:
+        """Whether new processes of no run turn up just after the runner was resumed: one of its threads is starting them.
+
+        With its group stopped the runner forked no more while its run's
+        leftovers were ended; a thread the runner could not see as the run's
+        (a raw or native one) that keeps starting processes starts the next
+        within a few milliseconds of the resume.
+        """
+        give_up = clock.now() + _RESUMED_WATCH_SECONDS
+        while clock.now() < give_up:
+            self.reap()
+            # Alive: what was just killed lingers as zombies until the runner waits for them.
+            if any(member.alive for member in self._run_leftovers(self.tree.members())):
+                return True
+            time.sleep(_RESUMED_WATCH_SECONDS / 4)
+        return False
+
     def _runs_own(self, killed: list[Member]) -> list[Member]:
         """What of ``killed`` the run left: not the runner, nor the module's own."""
         return [m for m in killed if m.pid != self.runner_pid and m.key not in self.baseline]
@@ -191,6 +242,10 @@ class _Warden:
             except KeptAppearing as exc:
                 # The runner (a thread the runner could not see as the run's, a native one) keeps starting them: the host goes.
                 killed = exc.killed + self._runs_own(self._end_members(dict.values, zombies_too=True))
+                host_ending = True
+            if self._resume_runner_group() and not host_ending and self._runner_starts_more():
+                # A thread of the runner it could not name (a raw or native one) starts them: the host goes.
+                killed += self._runs_own(self._end_members(dict.values, zombies_too=True))
                 host_ending = True
         # The lease timer stayed armed until the run's processes were gone: a frozen worker cannot delay that.
         self.deadline = None
