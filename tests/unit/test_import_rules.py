@@ -7,7 +7,7 @@ The layers, bottom up (docs/development.md draws the tree):
     index/                      the index and its catalog
     host/, processors/          the processor host; the processor contract and the built-ins
     worker/                     the worker loop
-    ops/                        status, repairs, sources
+    ops/                        status, inspection, repairs
     handlers/                   the Lambda handlers
     cli/, dev/, __main__.py     the tools: not in the Lambda asset
 

@@ -19,8 +19,8 @@ from s3wq.host.runners import HostRunner
 from s3wq.host.sandbox import ProcessorHost
 from s3wq.host.stopping import GracefulStop
 from s3wq.index import WorkIndex
+from s3wq.index.sources import SourceExpander
 from s3wq.model import StopReason
-from s3wq.ops.sources import SourceExpander
 from s3wq.processors import importable_from_current_directory
 from s3wq.processors.folder import holds_module, shipped_files, top_module
 from s3wq.store import S3Backend, uri_mistake
