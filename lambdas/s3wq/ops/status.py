@@ -15,9 +15,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
-from s3wq.errors import BadInput, ObjectNotFound
+from s3wq.errors import BadInput
 from s3wq.index import WorkIndex
-from s3wq.protocol.bodies import FAILED, FINISHED, RELEASED, LockBody
+from s3wq.protocol.locks import LockReading, read_lock
 from s3wq.store import MAX_PARALLEL_REQUESTS, Backend, layout
 from s3wq.store.base import LIST_PAGE_KEYS
 
@@ -28,60 +28,6 @@ MAX_PARTITION_DIGITS = 3
 # (its done flags are only counted); at most this many groups a partition
 # bounds that memory in a workspace whose groups have all failed.
 MAX_PARTITION_GROUPS = 16_384
-
-
-@dataclass(frozen=True)
-class LockReading:
-    """A lock as a reader sees it now."""
-
-    body: LockBody | None  # None: a lock s3wq cannot parse (olmocr's)
-    age_seconds: float
-    lease_seconds: float
-    etag: str
-
-    @property
-    def failed(self) -> bool:
-        return self.body is not None and self.body.state == FAILED
-
-    @property
-    def released(self) -> bool:
-        return self.body is not None and self.body.state == RELEASED
-
-    @property
-    def finished(self) -> bool:
-        """Released by a holder whose group is finished (done or failed), where the store cannot delete on a condition (see ClaimProtocol.release)."""
-        return self.released and self.body.outcome == FINISHED
-
-    @property
-    def live(self) -> bool:
-        """Held by a holder whose lease has not run out."""
-        return (self.body is None or self.body.held) and self.age_seconds <= self.lease_seconds
-
-    @property
-    def stale_in(self) -> float:
-        """Seconds until the store will call this lock stale, unless its holder renews it."""
-        return max(0.0, self.lease_seconds - self.age_seconds)
-
-
-def read_lock(backend: Backend, hash_: str, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS) -> LockReading | None:
-    try:
-        stored = backend.read(layout.lock_key(hash_))
-    except ObjectNotFound:
-        return None
-    body = LockBody.decode(stored.body)
-    lease = foreign_lock_timeout if body is None else body.lease_seconds
-    return LockReading(body, stored.age_seconds, lease, stored.etag)
-
-
-def read_locks(
-    backend: Backend, hashes: list[str], *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS
-) -> dict[str, LockReading]:
-    """The current state of each group's lock (groups whose lock vanished meanwhile are left out)."""
-    if not hashes:
-        return {}
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_REQUESTS, len(hashes))) as pool:
-        states = pool.map(lambda h: read_lock(backend, h, foreign_lock_timeout=foreign_lock_timeout), hashes)
-        return {h: s for h, s in zip(hashes, states) if s is not None}
 
 
 def iter_hashes(backend: Backend, prefix: str, suffix: str, partition: str = "") -> Iterator[str]:
