@@ -89,7 +89,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         "error": description.get("error"),
         "cause": description.get("cause"),
         "output": output,
-        "status": status,
+        "status": status.as_document(),
     }
     emit(
         args,
@@ -97,7 +97,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         lambda d: (
             f"{d['execution_status']}"
             + (f" ({d['error']}: {d['cause']})" if d["error"] else "")
-            + f"; done {status['done']}/{status['groups']}, failed {status['failed']}, remaining {status['remaining']}"
+            + f"; done {status.done}/{status.groups}, failed {status.failed}, remaining {status.remaining}"
         ),
     )
     return EXIT_OK if description["status"] == "SUCCEEDED" else EXIT_FAILED

@@ -25,6 +25,7 @@ from s3wq.dev.localcloud.asset import AssetSource
 from s3wq.dev.localcloud.cloud import LocalCloud
 from s3wq.dev.localcloud.demo_inputs import OCR_PROCESSORS, Results, manifest_sources, upload_samples
 from s3wq.host.stopping import STOP_SIGNALS
+from s3wq.ops.status import QueueStatus
 from s3wq.store import S3Backend
 from s3wq.wording import plural
 
@@ -153,21 +154,26 @@ def _demo(cloud: LocalCloud, signals: StopSignals, *, workers: int, inputs: int,
         "execution_status": description["status"],
         "error": description.get("error"),
         "execution_output": json.loads(description.get("output") or "{}"),
-        "status": status,
+        "status": status.as_document(),
         "workers": workers,
         "worker_invocations": worker_invocations,
         "run_seconds": round(run_seconds, 2),
-        "groups_per_second": round(status["done"] / run_seconds, 2) if run_seconds else None,
+        "groups_per_second": round(status.done / run_seconds, 2) if run_seconds else None,
         "total_seconds": round(time.monotonic() - started, 2),
         "results": len(result_keys),
         "results_prefix": f"{stack.workspace}/results/",
         "sample_result": results.pdf_sample(),
     }
-    ok = description["status"] == "SUCCEEDED" and status["remaining"] == 0 and status["failed"] == 0
+    ok = description["status"] == "SUCCEEDED" and status.remaining == 0 and status.failed == 0
     if scans_with:
         # A scan OCR reads nothing from is the silent failure the demo is there to show does not happen.
         summary.update(ocr_sample=results.ocr_sample(), unread_scans=results.unread_scans(scan_keys, stack.bucket))
         ok = ok and summary["ocr_sample"] is not None and not summary["unread_scans"]
+    return _report(summary, ok, as_json=as_json)
+
+
+def _report(summary: dict, ok: bool, *, as_json: bool) -> int:
+    """Print the summary, as one JSON object or as a table; the demo's exit code."""
     if as_json:
         print(json.dumps(summary))
         for problem in summary.get("unread_scans", []):  # stdout is the summary's: why it failed goes to stderr too
@@ -187,12 +193,12 @@ def _print_summary(summary: dict, ok: bool) -> None:
     from rich.table import Table
 
     console = Console()
-    status = summary["status"]
+    status = QueueStatus.read(summary["status"])
     table = Table(title="s3wq local demo", show_header=False)
     for label, value in [
         ("execution", f"{summary['execution_status']}" + (f" ({summary['error']})" if summary["error"] else "")),
-        ("groups", f"{status['groups']} ({plural(status['paths'], 'input')})"),
-        ("done / failed / remaining", f"{status['done']} / {status['failed']} / {status['remaining']}"),
+        ("groups", f"{status.groups} ({plural(status.paths, 'input')})"),
+        ("done / failed / remaining", f"{status.done} / {status.failed} / {status.remaining}"),
         ("rounds", str(summary["execution_output"].get("rounds", "?"))),
         ("workers (Map items) / invocations", f"{summary['workers']} / {summary['worker_invocations']}"),
         ("run time", f"{summary['run_seconds']:.1f} s ({summary['groups_per_second']} groups/s); {summary['total_seconds']:.1f} s in all"),
