@@ -156,7 +156,7 @@ def _measure_child(endpoint: str, operation: str, results) -> None:
             "rss_before_mb": rss_before,
         }
         if operation == "status":
-            report["status"] = answer
+            report["status"] = answer.as_document()
         else:
             report["failures"] = len(answer)
             report["in_hash_order"] = [f["hash"] for f in answer] == sorted(f["hash"] for f in answer)

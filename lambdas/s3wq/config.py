@@ -1,15 +1,16 @@
-"""Settings of a worker, validated once, with every default defined here and nowhere else."""
+"""Settings of a worker, validated once, with every default defined here and nowhere else (the input size cap with the input policy)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from s3wq.errors import BadWorkspace, ConfigError
 
-if TYPE_CHECKING:  # imported where used: the settings sit below the store they describe
-    from s3wq.inputs import InputLocation, InputPolicy
+# The input size cap is the input policy's default, defined with the policy
+# (which imports no settings: no circle); the settings take it from there.
+from s3wq.inputs import DEFAULT_MAX_INPUT_BYTES, InputLocation, InputPolicy, default_locations, parse_locations
+from s3wq.store import parse_s3_uri, uri_mistake
 
 # The Lambda maximum. The CDK stack gives the worker function this timeout
 # and the same value as its lease, so a Lambda worker never renews its lease.
@@ -41,14 +42,6 @@ DEFAULT_BREAKER_GROUPS = 3
 # What a worker runs unless told otherwise, on the command line as on Lambda:
 # a default that writes results, never one that marks groups done and drops them.
 DEFAULT_PROCESSOR = "text"
-# The largest input ctx.read_input reads, in bytes: 64 MiB, sized for the
-# smallest worker the stack deploys by default (1,769 MB, text's and ocr's).
-# text holds about five copies of a text input (its bytes, the decoded text,
-# its JSON line, the result's body: 320 MiB); ocr holds one copy of the bytes
-# beside its engine, which peaks at about 1.3 GB. A larger input is that
-# input's error, not the worker's death by out-of-memory, which would cost
-# the group an attempt at every retry.
-DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
 # The longest one run of a group may last, whatever time the worker has
@@ -213,16 +206,11 @@ class LambdaConfig:
 
         A read takes at most ``max_input_bytes`` of one input.
         """
-        from s3wq.inputs import InputPolicy, default_locations
-
         locations = default_locations(self.workspace) if self.input_locations is None else self.input_locations
         return InputPolicy.deployed(locations, max_bytes=self.max_input_bytes)
 
     @classmethod
     def from_env(cls, environ: dict) -> LambdaConfig:
-        from s3wq.inputs import parse_locations
-        from s3wq.store import parse_s3_uri, uri_mistake
-
         workspace = environ.get(ENV_WORKSPACE, "")
         if not workspace:
             raise ConfigError(f"{ENV_WORKSPACE} is not set (expected s3://bucket/prefix)")

@@ -20,13 +20,20 @@ import re
 from dataclasses import dataclass, fields
 from typing import BinaryIO
 
-from s3wq.config import DEFAULT_MAX_INPUT_BYTES
 from s3wq.errors import BadWorkspace, ConfigError, InputRefused, InputTooLarge
 from s3wq.store import layout, parse_s3_uri
 
 _GLOB_CHARS = "*?["
 # The S3 naming rules for general purpose buckets, as backends.parse_s3_uri checks them.
 _BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+# The largest input ctx.read_input reads, in bytes, unless the policy says
+# otherwise (max_bytes): 64 MiB, sized for the smallest worker the stack
+# deploys by default (1,769 MB, text's and ocr's). text holds about five copies of a text input (its bytes, the decoded text,
+# its JSON line, the result's body: 320 MiB); ocr holds one copy of the bytes
+# beside its engine, which peaks at about 1.3 GB. A larger input is that
+# input's error, not the worker's death by out-of-memory, which would cost
+# the group an attempt at every retry.
+DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
 # A reason quotes at most this much of the source: a refused 8 KB line must not make an 8 KB record.
 _SHOWN_CHARS = 200
 # Where an operator raises the input size cap, named in every refusal.

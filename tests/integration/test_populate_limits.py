@@ -23,8 +23,8 @@ from helpers.lambda_context import LambdaContext
 from s3wq.config import ENV_AUTO_START, ENV_GROUP_SIZE
 from s3wq.handlers import populate
 from s3wq.handlers.runtime import runtime
-from s3wq.ops.manifests import DEPLOYED_MAX_MANIFEST_BYTES
-from s3wq.ops.sources import MAX_BAD_LINES_KEPT
+from s3wq.index.manifests import DEPLOYED_MAX_MANIFEST_BYTES
+from s3wq.index.sources import MAX_BAD_LINES_KEPT
 
 from .conftest import HELPERS_DIR
 

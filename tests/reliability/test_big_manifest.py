@@ -51,7 +51,7 @@ READ_MANIFEST = (
     + """
 import json, sys
 from s3wq.store import make_s3_client
-from s3wq.ops.manifests import iter_manifest
+from s3wq.index.manifests import iter_manifest
 
 client = make_s3_client()
 baseline = start_measuring()

@@ -17,9 +17,9 @@ import pytest
 
 from s3wq.config import ENV_INPUT_LOCATIONS, ENV_WORKSPACE, LambdaConfig
 from s3wq.errors import BadManifestLines, BadSource, ConfigError, InputNotFound, InputRefused, InputTooLarge
+from s3wq.index.sources import SourceExpander
 from s3wq.inputs import ANYTHING, InputLocation, InputPolicy, parse_locations, policy_from_json, policy_to_json
 from s3wq.model import Group
-from s3wq.ops.sources import SourceExpander
 from s3wq.processors import ProcessorContext, text
 from s3wq.store import LocalBackend, layout
 

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from s3wq.errors import BadSource
-from s3wq.ops.manifests import MAX_MANIFEST_LINE_BYTES, iter_manifest
-from s3wq.ops.sources import SourceExpander
+from s3wq.index.manifests import MAX_MANIFEST_LINE_BYTES, iter_manifest
+from s3wq.index.sources import SourceExpander
 
 COMPRESS = {".txt": lambda data: data, ".txt.gz": gzip.compress, ".txt.zst": lambda data: zstandard.ZstdCompressor().compress(data)}
 

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from s3wq.errors import BadManifestLines, BadSource, BadWorkspace
+from s3wq.index.sources import SourceExpander
 from s3wq.inputs import ANYTHING
-from s3wq.ops.sources import SourceExpander
 from s3wq.store import parse_s3_uri
 
 BUCKET_RULES = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")

@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from s3wq.errors import BadManifestLines, BadSource
-from s3wq.ops.sources import SourceExpander
+from s3wq.index.sources import SourceExpander
 
 # --- manifests ----------------------------------------------------------------------------------------
 

@@ -7,7 +7,8 @@ The commands live by concern in ``run_commands`` (populate, work, start),
 ``local_commands``; ``parser`` holds the argparse tree and ``arguments``
 its value types; ``output`` the exit codes and printing, ``workspace``
 opening the workspace a command names, ``progress`` the live display, and
-``execution`` finding a deployed stack and following its execution.
+``execution`` finding a deployed stack, starting an execution and showing
+it followed (:mod:`s3wq.ops.executions` follows it).
 """
 
 from __future__ import annotations

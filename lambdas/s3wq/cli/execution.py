@@ -1,4 +1,4 @@
-"""Find the deployed stack, start an execution, and follow it to the end."""
+"""Find the deployed stack, start an execution, and follow it to the end with the progress display (:mod:`s3wq.ops.executions` follows it)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from s3wq.cli.progress import RunProgress
 from s3wq.errors import BadInput, StorageError
-from s3wq.ops.status import queue_status
-from s3wq.store import Backend, S3Backend, parse_s3_uri
+from s3wq.ops.executions import POLL_SECONDS, follow_execution
+from s3wq.ops.status import QueueStatus
+from s3wq.store import Backend
 from s3wq.wording import plural
 
 DEFAULT_STACK_NAME = "S3wq"
-# Counting a big workspace lists every flag: poll gently by default.
-POLL_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -86,25 +85,13 @@ def start_execution(sfn: Any, state_machine_arn: str, *, workers: int, failure_t
         raise StorageError(f"cannot start an execution of {state_machine_arn}: {exc}") from exc
 
 
-def workspace_backend(workspace: str, s3_client: Any) -> Backend:
-    bucket, prefix = parse_s3_uri(workspace)
-    return S3Backend(s3_client=s3_client, bucket=bucket, prefix=prefix)
-
-
-def follow_execution(
+def follow_showing_progress(
     sfn: Any, execution_arn: str, backend: Backend, *, show: bool, stream: io.TextIOBase | None = None, interval: float = POLL_SECONDS
-) -> tuple[dict, dict]:
-    """Poll the execution and the queue until the execution ends; return its description and the last status."""
+) -> tuple[dict, QueueStatus]:
+    """:func:`~s3wq.ops.executions.follow_execution`, with the progress display on ``stream`` (stdout) when ``show``."""
     progress = RunProgress(stream=stream) if show else None
     try:
-        while True:
-            description = sfn.describe_execution(executionArn=execution_arn)
-            status = queue_status(backend)
-            if progress:
-                progress.update(status)
-            if description["status"] != "RUNNING":
-                return description, status
-            time.sleep(interval)
+        return follow_execution(sfn, execution_arn, backend, on_status=None if progress is None else progress.update, interval=interval)
     finally:
         if progress:
             progress.stop()

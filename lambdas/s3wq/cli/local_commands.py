@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import os
 from typing import Any
 
+from s3wq.cli.execution import follow_showing_progress
 from s3wq.errors import BadInput, MissingExtra
 from s3wq.processors import importable_from_current_directory, load_processor
 
@@ -42,6 +44,8 @@ def cmd_local_demo(args: argparse.Namespace) -> int:
         as_json=args.json,
         **where,
         **_kept_logs(args.keep_logs),
+        # The demo is followed with the progress display: the local cloud (dev/) imports nothing of the command line.
+        follow=functools.partial(follow_showing_progress, show=not args.json),
     )
 
 

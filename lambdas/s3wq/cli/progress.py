@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from typing import IO, Any, Self
+
+from s3wq.ops.status import QueueStatus
 
 PLAIN_INTERVAL_SECONDS = 2.0
 # "Nothing has finished lately": no group finished for STALL_FACTOR times the
@@ -27,13 +30,13 @@ def stalled(elapsed: float, finished: int, quiet_seconds: float) -> bool:
     return quiet_seconds >= max(MIN_STALL_SECONDS, STALL_FACTOR * elapsed / finished)
 
 
-def rate_and_eta(status: dict, elapsed: float, finished_at_start: int = 0) -> tuple[float, float | None]:
+def rate_and_eta(status: QueueStatus | Mapping[str, int], elapsed: float, finished_at_start: int = 0) -> tuple[float, float | None]:
     """Groups finished per second since watching began, and the seconds left at that rate."""
-    finished = status["done"] + status["failed"] - finished_at_start
-    rate = finished / elapsed if elapsed > 0 else 0.0
-    if status["remaining"] == 0:
+    status = QueueStatus.read(status)
+    rate = (status.done + status.failed - finished_at_start) / elapsed if elapsed > 0 else 0.0
+    if status.remaining == 0:
         return rate, 0.0
-    eta = status["remaining"] / rate if rate > 0 else None
+    eta = status.remaining / rate if rate > 0 else None
     return rate, eta
 
 
@@ -64,12 +67,13 @@ class RunProgress:
             self._task = self._progress.add_task("groups", total=None, detail="")
             self._progress.start()
 
-    def update(self, status: dict) -> None:
+    def update(self, status: QueueStatus | Mapping[str, int]) -> None:
+        status = QueueStatus.read(status)
+        finished = status.done + status.failed
         if self.finished_at_start is None:
-            self.finished_at_start = status["done"] + status["failed"]
+            self.finished_at_start = finished
         now = time.monotonic()
         elapsed = now - self.started
-        finished = status["done"] + status["failed"]
         if self._finished_seen is not None and finished > self._finished_seen:
             self._last_finish = now
         self._finished_seen = finished
@@ -78,12 +82,12 @@ class RunProgress:
             eta = None
         # No estimate (no rate yet, or nothing finished lately) is no ETA at all: a "?" or a guess reads as progress.
         eta_text = "" if eta is None else f"  ETA {eta:.0f}s"
-        ahead = f" ({status['claimed_ahead']} claimed ahead)" if status.get("claimed_ahead") else ""
-        detail = f"failed {status['failed']}  locked {status['locked']}{ahead}  pending {status['pending']}  {rate:.1f} groups/s{eta_text}"
+        ahead = f" ({status.claimed_ahead} claimed ahead)" if status.claimed_ahead else ""
+        detail = f"failed {status.failed}  locked {status.locked}{ahead}  pending {status.pending}  {rate:.1f} groups/s{eta_text}"
         if self._progress is not None:
-            self._progress.update(self._task, total=status["groups"] or None, completed=status["done"] + status["failed"], detail=detail)
+            self._progress.update(self._task, total=status.groups or None, completed=finished, detail=detail)
         else:
-            line = f"{elapsed:7.1f}s  done {status['done']}/{status['groups']}  {detail}"
+            line = f"{elapsed:7.1f}s  done {status.done}/{status.groups}  {detail}"
             if time.monotonic() - self._last_plain >= PLAIN_INTERVAL_SECONDS:
                 self._last_plain = time.monotonic()
                 print(line, file=self.stream, flush=True)

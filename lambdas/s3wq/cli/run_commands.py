@@ -10,7 +10,7 @@ import uuid
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from s3wq.cli.execution import concurrency_warning, find_stack, follow_execution, start_execution, workspace_backend
+from s3wq.cli.execution import concurrency_warning, find_stack, follow_showing_progress, start_execution
 from s3wq.cli.output import EXIT_FAILED, EXIT_OK, emit, printable, with_requests
 from s3wq.cli.workspace import input_policy, open_workspace
 from s3wq.config import WorkerSettings
@@ -19,11 +19,11 @@ from s3wq.host.runners import HostRunner
 from s3wq.host.sandbox import ProcessorHost
 from s3wq.host.stopping import GracefulStop
 from s3wq.index import WorkIndex
+from s3wq.index.sources import SourceExpander
 from s3wq.model import StopReason
-from s3wq.ops.sources import SourceExpander
 from s3wq.processors import importable_from_current_directory
 from s3wq.processors.folder import holds_module, shipped_files, top_module
-from s3wq.store import S3Backend, uri_mistake
+from s3wq.store import S3Backend, open_backend, uri_mistake
 from s3wq.wording import plural as _plural
 from s3wq.worker import Worker
 
@@ -80,8 +80,8 @@ def cmd_start(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.json:
         print(f"started {execution_arn}", flush=True)
-    backend = workspace_backend(stack.workspace, make_s3_client())
-    description, status = follow_execution(sfn, execution_arn, backend, show=not args.json)
+    backend = open_backend(stack.workspace, s3_client=make_s3_client())
+    description, status = follow_showing_progress(sfn, execution_arn, backend, show=not args.json)
     output = json.loads(description.get("output") or "null")
     doc = {
         "execution_arn": execution_arn,
@@ -89,7 +89,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         "error": description.get("error"),
         "cause": description.get("cause"),
         "output": output,
-        "status": status,
+        "status": status.as_document(),
     }
     emit(
         args,
@@ -97,7 +97,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         lambda d: (
             f"{d['execution_status']}"
             + (f" ({d['error']}: {d['cause']})" if d["error"] else "")
-            + f"; done {status['done']}/{status['groups']}, failed {status['failed']}, remaining {status['remaining']}"
+            + f"; done {status.done}/{status.groups}, failed {status.failed}, remaining {status.remaining}"
         ),
     )
     return EXIT_OK if description["status"] == "SUCCEEDED" else EXIT_FAILED

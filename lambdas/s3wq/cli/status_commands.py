@@ -13,21 +13,21 @@ from s3wq.cli.workspace import open_workspace
 from s3wq.errors import BadInput, NothingIndexed
 from s3wq.index import WorkIndex
 from s3wq.ops.problems import ManifestErrorWatch, manifest_error_keys, manifest_problems, workspace_problems
-from s3wq.ops.status import queue_status
+from s3wq.ops.status import QueueStatus, queue_status
 from s3wq.wording import plural as _plural
 
 
-def _counts_line(status: dict) -> str:
+def _counts_line(status: QueueStatus) -> str:
     # finished and wait_seconds are for scripts and the state machine (--json).
-    counts = {k: str(status[k]) for k in ("groups", "paths", "done", "failed", "locked", "pending", "remaining")}
-    if status.get("claimed_ahead"):
+    counts = {name: str(status[name]) for name in ("groups", "paths", "done", "failed", "locked", "pending", "remaining")}
+    if status.claimed_ahead:
         # One worker, two locks: the group it runs (or waits to retry), and the next, claimed ahead of it and not started.
-        counts["locked"] += f" ({status['claimed_ahead']} claimed ahead, not started)"
+        counts["locked"] += f" ({status.claimed_ahead} claimed ahead, not started)"
     return "  ".join(f"{k}={v}" for k, v in counts.items())
 
 
 def _status_text(doc: dict, workspace: str) -> str:
-    lines = [_counts_line(doc)]
+    lines = [_counts_line(QueueStatus.read(doc))]
     if doc.get("input_error_groups"):
         lines.append(
             f"{_plural(doc['input_error_groups'], 'done group')} had inputs the processor could not use: s3wq failures {workspace} --inputs"
@@ -88,12 +88,12 @@ def open_indexed_workspace(uri: str):
     return backend
 
 
-def _counted(backend) -> dict:
-    doc = queue_status(backend)
-    if doc["groups"] == 0:
+def _counted(backend) -> QueueStatus:
+    status = queue_status(backend)
+    if status.groups == 0:
         # Only an empty count pays for the check: a typo must not read as a finished run.
         _require_index(backend)
-    return doc
+    return status
 
 
 def _wait_for_index(backend, interval: float, errors: ManifestErrorWatch) -> None:
@@ -126,8 +126,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace, backend) -> int:
     if not args.watch:
-        doc = _counted(backend)
-        doc.update(workspace_problems(backend))
+        doc = {**_counted(backend).as_document(), **workspace_problems(backend)}
         emit(args, doc, lambda d: _status_text(d, args.workspace))
         return EXIT_OK
     # Manifest errors are shown as they appear: a LIST of manifest_errors/ a
@@ -139,21 +138,21 @@ def _status(args: argparse.Namespace, backend) -> int:
     progress = None if args.json else RunProgress()
     try:
         while True:
-            doc = _counted(backend)
+            status = _counted(backend)
             appeared = errors.poll()
             if progress:
-                progress.update(doc)
+                progress.update(status)
                 for m in appeared:
                     progress.note("\n".join(_manifest_errors_lines(m)))
             else:
-                print(json.dumps({**doc, **errors.problems()}, ensure_ascii=False), flush=True)
-            if doc["remaining"] == 0 and doc["locked"] == 0:
+                print(json.dumps({**status.as_document(), **errors.problems()}, ensure_ascii=False), flush=True)
+            if status.remaining == 0 and status.locked == 0:
                 break
             time.sleep(args.interval)
     finally:
         if progress:
             progress.stop()
     if not args.json:
-        doc.update(workspace_problems(backend))
+        doc = {**status.as_document(), **workspace_problems(backend)}
         print(printable_lines(_status_text(doc, args.workspace)))
-    return EXIT_OK if doc["failed"] == 0 else EXIT_FAILED
+    return EXIT_OK if status.failed == 0 else EXIT_FAILED

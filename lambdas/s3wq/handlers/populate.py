@@ -25,8 +25,8 @@ from botocore.exceptions import ClientError
 from s3wq.errors import BadInput, BadSource, StorageError
 from s3wq.handlers.runtime import Runtime, logger, metrics, runtime, tracer
 from s3wq.index import WorkIndex
-from s3wq.ops.manifests import deployed_limits
-from s3wq.ops.sources import MAX_BAD_LINES_KEPT, SourceExpander
+from s3wq.index.manifests import deployed_limits
+from s3wq.index.sources import MAX_BAD_LINES_KEPT, SourceExpander
 from s3wq.store import layout
 
 MANIFESTS_DIR = layout.MANIFESTS_DIR

@@ -1,6 +1,7 @@
 """Status Lambda: counts for the configured workspace; the state machine's drain loop reads ``remaining``.
 
-Returns ``{groups, paths, done, failed, locked, pending, remaining, ...}``.
+Returns the :class:`~s3wq.ops.status.QueueStatus` document, ``{groups, paths,
+done, failed, locked, pending, remaining, ...}``.
 Given ``{"worker_items": N}`` instead, it returns ``[0, 1, ..., N-1]``: the
 Distributed Map's items, one per worker. States.ArrayRange makes at most
 1,000; a Map runs up to 10,000 (about 49 KB of JSON at that size, well
@@ -28,6 +29,6 @@ def worker_items(workers: Any) -> list[int]:
 def handler(event: Any, context: Any) -> dict | list:
     if isinstance(event, dict) and "worker_items" in event:
         return worker_items(event["worker_items"])
-    status = queue_status(runtime().backend)
+    status = queue_status(runtime().backend).as_document()
     logger.info("status", extra=status)
     return status

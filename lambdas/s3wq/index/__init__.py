@@ -14,6 +14,11 @@ Both hold the same zstd CSV rows, ``hash,path1,path2,...``
 (:mod:`s3wq.index.codec`). :class:`WorkIndex` reads and writes a workspace's
 index whichever layouts it holds; the names below are the package's public
 surface.
+
+What populate is given comes in here too: :mod:`s3wq.index.sources` expands
+S3 URIs, globs, local paths and @manifests into input paths, reading each
+manifest with :mod:`s3wq.index.manifests` (its formats and limits) and asking
+:mod:`s3wq.index.s3_sources` which named S3 objects exist.
 """
 
 from s3wq.index.catalog import CATALOG_FORMAT, SEGMENT_TARGET_GROUPS, Catalog, SegmentInfo, SegmentRef, prefix_length

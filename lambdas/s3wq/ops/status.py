@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 import queue
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
-from s3wq.errors import BadInput, ObjectNotFound
+from s3wq.errors import BadInput
 from s3wq.index import WorkIndex
-from s3wq.protocol.bodies import FAILED, FINISHED, RELEASED, LockBody
+from s3wq.protocol.locks import LockReading, read_lock
 from s3wq.store import MAX_PARALLEL_REQUESTS, Backend, layout
 from s3wq.store.base import LIST_PAGE_KEYS
 
@@ -28,60 +28,6 @@ MAX_PARTITION_DIGITS = 3
 # (its done flags are only counted); at most this many groups a partition
 # bounds that memory in a workspace whose groups have all failed.
 MAX_PARTITION_GROUPS = 16_384
-
-
-@dataclass(frozen=True)
-class LockReading:
-    """A lock as a reader sees it now."""
-
-    body: LockBody | None  # None: a lock s3wq cannot parse (olmocr's)
-    age_seconds: float
-    lease_seconds: float
-    etag: str
-
-    @property
-    def failed(self) -> bool:
-        return self.body is not None and self.body.state == FAILED
-
-    @property
-    def released(self) -> bool:
-        return self.body is not None and self.body.state == RELEASED
-
-    @property
-    def finished(self) -> bool:
-        """Released by a holder whose group is finished (done or failed), where the store cannot delete on a condition (see ClaimProtocol.release)."""
-        return self.released and self.body.outcome == FINISHED
-
-    @property
-    def live(self) -> bool:
-        """Held by a holder whose lease has not run out."""
-        return (self.body is None or self.body.held) and self.age_seconds <= self.lease_seconds
-
-    @property
-    def stale_in(self) -> float:
-        """Seconds until the store will call this lock stale, unless its holder renews it."""
-        return max(0.0, self.lease_seconds - self.age_seconds)
-
-
-def read_lock(backend: Backend, hash_: str, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS) -> LockReading | None:
-    try:
-        stored = backend.read(layout.lock_key(hash_))
-    except ObjectNotFound:
-        return None
-    body = LockBody.decode(stored.body)
-    lease = foreign_lock_timeout if body is None else body.lease_seconds
-    return LockReading(body, stored.age_seconds, lease, stored.etag)
-
-
-def read_locks(
-    backend: Backend, hashes: list[str], *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS
-) -> dict[str, LockReading]:
-    """The current state of each group's lock (groups whose lock vanished meanwhile are left out)."""
-    if not hashes:
-        return {}
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_REQUESTS, len(hashes))) as pool:
-        states = pool.map(lambda h: read_lock(backend, h, foreign_lock_timeout=foreign_lock_timeout), hashes)
-        return {h: s for h, s in zip(hashes, states) if s is not None}
 
 
 def iter_hashes(backend: Backend, prefix: str, suffix: str, partition: str = "") -> Iterator[str]:
@@ -258,6 +204,70 @@ def scan_flags(
 
 # --- the count -----------------------------------------------------------------------------------------
 
+# Where the state machine's status task puts the status Lambda's answer (its result path).
+STATUS_RESULT_PATH = "$.status"
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class QueueStatus(Mapping[str, int]):
+    """A workspace's counts, as :func:`queue_status` makes them; the status Lambda answers :meth:`as_document`.
+
+    The field names are the document's keys, in its order, and the state
+    machine reads them by :func:`status_path`. It reads as a mapping too
+    (``status["done"]``, ``==`` a dict of the same keys), as the document.
+    """
+
+    groups: int
+    paths: int
+    done: int
+    failed: int
+    locked: int
+    claimed_ahead: int
+    pending: int
+    remaining: int
+    finished: int
+    released: int
+    wait_seconds: int
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def read(cls, document: Mapping[str, int]) -> QueueStatus:
+        """The status a document of it holds (the status Lambda's answer, a line of ``status --watch --json``).
+
+        Counts the document leaves out are none (``finished``: done + failed),
+        so that a display can be shown a document of the counts it shows.
+        """
+        if isinstance(document, QueueStatus):
+            return document
+        given = {name: document[name] for name in cls.names() if name in document}
+        given.setdefault("finished", given["done"] + given["failed"])
+        return cls(**{"claimed_ahead": 0, "released": 0, "wait_seconds": 0, **given})
+
+    def as_document(self) -> dict[str, int]:
+        """The status Lambda's answer (JSON), and what ``status --json`` prints."""
+        return asdict(self)
+
+    def __getitem__(self, name: str) -> int:
+        if name not in self.names():
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+
+def status_path(name: str) -> str:
+    """The JSONPath at which the state machine finds the status field ``name``: ``status_path("remaining") == "$.status.remaining"``."""
+    if name not in QueueStatus.names():
+        raise KeyError(f"no status field {name!r} (QueueStatus has {', '.join(QueueStatus.names())})")
+    return f"{STATUS_RESULT_PATH}.{name}"
+
 
 @dataclass
 class _FlagCounts:
@@ -293,7 +303,7 @@ class _FlagCounts:
         return sum(1 for hash_, owner in self.ahead if owner is not None and self.holders.get(hash_) == owner)
 
 
-def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS, digits: int | None = None) -> dict:
+def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS, digits: int | None = None) -> QueueStatus:
     """Counts for a workspace, and how long the drain loop should wait for live locks.
 
     A group is done if it has a done flag; failed if it has a failed flag or
@@ -329,21 +339,21 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
     live = min(found.live, groups - done - failed)
     finished = done + failed
     pending = groups - finished - live
-    return {
-        "groups": groups,
-        "paths": paths,
-        "done": done,
-        "failed": failed,
-        "locked": live,
-        "claimed_ahead": min(live, found.claimed_ahead()),
-        "pending": pending,
-        "remaining": groups - finished,
-        "finished": finished,
+    return QueueStatus(
+        groups=groups,
+        paths=paths,
+        done=done,
+        failed=failed,
+        locked=live,
+        claimed_ahead=min(live, found.claimed_ahead()),
+        pending=pending,
+        remaining=groups - finished,
+        finished=finished,
         # Handed back (a run out of time, a signal, an operator): claimable
         # now, and to the drain loop a reason for another round.
-        "released": min(found.released, pending),
+        released=min(found.released, pending),
         # Whole seconds (Step Functions' Wait takes integers), rounded up, and
         # past the store's clock resolution: by then every live lock that is
         # not renewed is stale.
-        "wait_seconds": math.ceil(found.longest_stale_in + backend.clock_resolution_seconds) + 1 if live else 0,
-    }
+        wait_seconds=math.ceil(found.longest_stale_in + backend.clock_resolution_seconds) + 1 if live else 0,
+    )

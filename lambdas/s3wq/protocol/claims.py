@@ -12,6 +12,7 @@ A group is worked on only by the holder of ``worker_locks/worker_<hash>.lock``:
    exactly one wins. Every s3wq lock body is unique (it carries a write id),
    so an s3wq ETag never matches a later lock; olmocr's empty locks all share
    one ETag, which the foreign takeover guards against separately.
+   (:class:`s3wq.protocol.locks.LockReading` judges the lock, for status too.)
 3. Holding the lock, check the done flag: a holder that finished writes its
    done flag *before* deleting its lock, so a lock taken after that delete
    always sees the flag.
@@ -38,9 +39,10 @@ from dataclasses import dataclass
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectNotFound
-from s3wq.model import Group
+from s3wq.model import Group, LockState, Outcome
 from s3wq.protocol import clock, flags, writes
-from s3wq.protocol.bodies import ERROR, FAILED, FINISHED, INTERRUPTED, RELEASED, LockBody, now_iso
+from s3wq.protocol.bodies import LockBody, now_iso
+from s3wq.protocol.locks import LockReading
 from s3wq.protocol.time_rules import enough_time
 from s3wq.protocol.tracebacks import ErrorFrame
 from s3wq.store import Backend, StoredObject, layout
@@ -170,13 +172,12 @@ class ClaimProtocol:
         self, hash_: str, refused: writes.Refused, *, budget: float | None, full_budget: float | None, behind: Claim | None
     ) -> Claim | Held | Finished | NotEnoughTime:
         """Take over the lock another wrote if it is released or stale; otherwise say why not."""
-        current, existing = refused.found, LockBody.decode(refused.found.body)
-        if existing is not None and existing.state == FAILED:
+        lock = LockReading.of(refused.found, foreign_lock_timeout=self.foreign_lock_timeout)
+        existing, stale = lock.body, lock.stale
+        if lock.failed:
             return Finished()
-        lease = self.foreign_lock_timeout if existing is None else existing.lease_seconds
-        stale = (existing is None or existing.held) and current.age_seconds > lease
-        if (existing is None or existing.held) and not stale:
-            return Held(stale_in=self._stale_in(lease, current.age_seconds))
+        if lock.live:
+            return Held(stale_in=self._stale_in(lock.lease_seconds, lock.age_seconds))
         if existing is not None and not enough_time(existing.needs_seconds, budget, full_budget):
             return NotEnoughTime(needs_seconds=existing.needs_seconds or 0.0)
         # An unparseable (olmocr) lock carries no count; its run is presumed lost.
@@ -193,7 +194,7 @@ class ClaimProtocol:
             attempt = existing.attempt
         takeover = self._new_body(attempt, budget, existing, behind)
         sent_at = clock.now()
-        etag = writes.replace(self.backend, layout.lock_key(hash_), takeover.encode(), current.etag)
+        etag = writes.replace(self.backend, layout.lock_key(hash_), takeover.encode(), lock.etag)
         if etag is None:
             return Held(stale_in=_RECHECK_SECONDS)
         claim = Claim(hash_, etag, takeover, sent_at, reclaimed=stale)
@@ -250,7 +251,7 @@ class ClaimProtocol:
     def hand_back(self, claim: Claim, outcome: str, *, counted: bool, error: str | None = None, needs_seconds: float | None = None) -> bool:
         """Release the lock for anyone to take at once, recording why this run ended; False if we had lost it."""
         body = claim.body.rewritten(
-            state=RELEASED,
+            state=LockState.RELEASED,
             outcome=outcome,
             counted=counted,
             error=error if error is not None else claim.body.error,
@@ -293,7 +294,7 @@ class ClaimProtocol:
         group: Group,
         error: str,
         *,
-        outcome: str = ERROR,
+        outcome: str = Outcome.ERROR,
         attempts: int | None = None,
         traceback: str | None = None,
         error_frame: ErrorFrame | None = None,
@@ -320,7 +321,7 @@ class ClaimProtocol:
             traceback=traceback,
             error_frame=error_frame,
         )
-        body = claim.body.rewritten(state=FAILED, outcome=outcome, counted=True, error=error)
+        body = claim.body.rewritten(state=LockState.FAILED, outcome=outcome, counted=True, error=error)
         return self._rewrite(claim, body) is not None
 
     def release(self, claim: Claim) -> bool:
@@ -338,7 +339,7 @@ class ClaimProtocol:
         deleted = self._delete_own(claim)
         if deleted is not None:
             return deleted
-        body = claim.body.rewritten(state=RELEASED, outcome=FINISHED, counted=False, needs_seconds=None)
+        body = claim.body.rewritten(state=LockState.RELEASED, outcome=Outcome.FINISHED, counted=False, needs_seconds=None)
         try:
             return self._rewrite(claim, body) is not None
         except ObjectNotFound:
@@ -357,7 +358,7 @@ class ClaimProtocol:
             deleted = self._delete_own(claim)
             if deleted is not None:
                 return deleted
-        return self.hand_back(claim, INTERRUPTED, counted=False, error=why)
+        return self.hand_back(claim, Outcome.INTERRUPTED, counted=False, error=why)
 
     def _delete_own(self, claim: Claim) -> bool | None:
         """Delete our lock on our ETag: whether it was still ours; None if the store cannot delete on a condition."""

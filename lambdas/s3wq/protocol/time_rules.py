@@ -1,6 +1,7 @@
-"""The time rules: which worker may start a group that ran out of time before, and when a timeout uses up an attempt.
+"""The time rules: when a lock's lease has run out, which worker may start a group that ran out of time before, and when a timeout uses up an attempt.
 
-A run stopped at its deadline has not shown that its group fails: it may
+A lock is stale by the store's clock alone (see lease_ran_out): every reader
+asks :class:`s3wq.protocol.locks.LockReading`, which asks this module. A run stopped at its deadline has not shown that its group fails: it may
 only have had too little time. These rules give such a group more time at
 each pickup without letting one that fits no worker wait forever.
 """
@@ -12,6 +13,15 @@ from __future__ import annotations
 # so that its first claim always has it). Only such a run counts as an
 # attempt when it is stopped at its deadline; see enough_time.
 FULL_SHARE = 0.95
+
+
+def lease_ran_out(age_seconds: float, lease_seconds: float) -> bool:
+    """Whether a lock ``age_seconds`` old, by the store's own clock, has outlived the lease its holder wrote into it.
+
+    Never the reader's clock, nor the reader's own lease setting: the holder
+    renews by the store's clock, so only the store's can say it stopped.
+    """
+    return age_seconds > lease_seconds
 
 
 def enough_time(needs_seconds: float | None, budget: float | None, full_budget: float | None) -> bool:

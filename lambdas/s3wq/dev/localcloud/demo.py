@@ -15,18 +15,22 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
-from s3wq.cli.execution import follow_execution
 from s3wq.dev.localcloud.asset import AssetSource
 from s3wq.dev.localcloud.cloud import LocalCloud
 from s3wq.dev.localcloud.demo_inputs import OCR_PROCESSORS, Results, manifest_sources, upload_samples
 from s3wq.host.stopping import STOP_SIGNALS
-from s3wq.store import S3Backend
+from s3wq.ops.executions import follow_execution
+from s3wq.ops.status import QueueStatus
+from s3wq.store import open_backend
 from s3wq.wording import plural
+
+# How the demo follows its execution: ops' follower, or the command line's, which shows its progress.
+Follower = Callable[..., tuple[dict, QueueStatus]]
 
 MANIFEST_NAME = "demo run, part 1.txt"  # a space and a comma: S3 sends the key URL-encoded
 
@@ -100,13 +104,16 @@ def run_demo(
     asset_source: AssetSource | None = None,
     log_dir: Path | None = None,
     keep_logs: bool = False,
+    follow: Follower = follow_execution,
 ) -> int:
     cloud = LocalCloud(
         extra_pythonpath=extra_pythonpath, processor=asset_source, log_dir=log_dir, keep_logs=keep_logs, check_processor=True
     )
     with StopSignals() as signals:
         try:
-            return _demo(cloud, signals, workers=workers, inputs=inputs, group_size=group_size, processor=processor, as_json=as_json)
+            return _demo(
+                cloud, signals, follow, workers=workers, inputs=inputs, group_size=group_size, processor=processor, as_json=as_json
+            )
         except Stopped as stop:
             print(f"s3wq: stopped by {stop}", file=sys.stderr)
             return 128 + stop.signum
@@ -115,7 +122,9 @@ def run_demo(
             print(logs_fate(cloud), file=sys.stderr if as_json else sys.stdout, flush=True)
 
 
-def _demo(cloud: LocalCloud, signals: StopSignals, *, workers: int, inputs: int, group_size: int, processor: str, as_json: bool) -> int:
+def _demo(
+    cloud: LocalCloud, signals: StopSignals, follow: Follower, *, workers: int, inputs: int, group_size: int, processor: str, as_json: bool
+) -> int:
     say = (lambda *a: None) if as_json else (lambda *a: print(*a, flush=True))
     started = time.monotonic()
     if cloud.processor is not None:
@@ -139,11 +148,10 @@ def _demo(cloud: LocalCloud, signals: StopSignals, *, workers: int, inputs: int,
 
         execution_arn = _wait_for_execution(sfn, stack.state_machine_arn, timeout=60)
         say(f"populate started execution {execution_arn.rsplit(':', 1)[-1]} with {plural(workers, 'worker')}")
-        bucket, prefix = stack.workspace.removeprefix("s3://").split("/", 1)
-        backend = S3Backend(s3_client=s3, bucket=bucket, prefix=prefix)
+        backend = open_backend(stack.workspace, s3_client=s3)
         run_started = time.monotonic()
         # A small workspace: poll often, so the run time measured is the run's.
-        description, status = follow_execution(sfn, execution_arn, backend, show=not as_json, interval=0.25)
+        description, status = follow(sfn, execution_arn, backend, interval=0.25)
         run_seconds = time.monotonic() - run_started
         result_keys = list(backend.list_keys("results/"))
         results = Results.read(backend, result_keys)
@@ -153,21 +161,26 @@ def _demo(cloud: LocalCloud, signals: StopSignals, *, workers: int, inputs: int,
         "execution_status": description["status"],
         "error": description.get("error"),
         "execution_output": json.loads(description.get("output") or "{}"),
-        "status": status,
+        "status": status.as_document(),
         "workers": workers,
         "worker_invocations": worker_invocations,
         "run_seconds": round(run_seconds, 2),
-        "groups_per_second": round(status["done"] / run_seconds, 2) if run_seconds else None,
+        "groups_per_second": round(status.done / run_seconds, 2) if run_seconds else None,
         "total_seconds": round(time.monotonic() - started, 2),
         "results": len(result_keys),
         "results_prefix": f"{stack.workspace}/results/",
         "sample_result": results.pdf_sample(),
     }
-    ok = description["status"] == "SUCCEEDED" and status["remaining"] == 0 and status["failed"] == 0
+    ok = description["status"] == "SUCCEEDED" and status.remaining == 0 and status.failed == 0
     if scans_with:
         # A scan OCR reads nothing from is the silent failure the demo is there to show does not happen.
         summary.update(ocr_sample=results.ocr_sample(), unread_scans=results.unread_scans(scan_keys, stack.bucket))
         ok = ok and summary["ocr_sample"] is not None and not summary["unread_scans"]
+    return _report(summary, ok, as_json=as_json)
+
+
+def _report(summary: dict, ok: bool, *, as_json: bool) -> int:
+    """Print the summary, as one JSON object or as a table; the demo's exit code."""
     if as_json:
         print(json.dumps(summary))
         for problem in summary.get("unread_scans", []):  # stdout is the summary's: why it failed goes to stderr too
@@ -187,12 +200,12 @@ def _print_summary(summary: dict, ok: bool) -> None:
     from rich.table import Table
 
     console = Console()
-    status = summary["status"]
+    status = QueueStatus.read(summary["status"])
     table = Table(title="s3wq local demo", show_header=False)
     for label, value in [
         ("execution", f"{summary['execution_status']}" + (f" ({summary['error']})" if summary["error"] else "")),
-        ("groups", f"{status['groups']} ({plural(status['paths'], 'input')})"),
-        ("done / failed / remaining", f"{status['done']} / {status['failed']} / {status['remaining']}"),
+        ("groups", f"{status.groups} ({plural(status.paths, 'input')})"),
+        ("done / failed / remaining", f"{status.done} / {status.failed} / {status.remaining}"),
         ("rounds", str(summary["execution_output"].get("rounds", "?"))),
         ("workers (Map items) / invocations", f"{summary['workers']} / {summary['worker_invocations']}"),
         ("run time", f"{summary['run_seconds']:.1f} s ({summary['groups_per_second']} groups/s); {summary['total_seconds']:.1f} s in all"),

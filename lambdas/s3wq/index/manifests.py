@@ -19,7 +19,7 @@ import zstandard
 from botocore.exceptions import BotoCoreError, ClientError
 
 from s3wq.errors import BadSource, ExpansionLimitReached
-from s3wq.ops.s3_objects import s3_read_error
+from s3wq.index.s3_sources import s3_read_error
 from s3wq.store import parse_s3_uri
 
 

@@ -2,8 +2,8 @@
 
 Everything is expanded and checked before anything is written, so a bad
 source leaves the workspace as it was. A manifest's lines are read by
-:mod:`s3wq.ops.manifests`; whether the S3 objects named exist is asked by
-:mod:`s3wq.ops.s3_objects`.
+:mod:`s3wq.index.manifests`; whether the S3 objects named exist is asked by
+:mod:`s3wq.index.s3_sources`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from s3wq.errors import BadManifestLine, BadManifestLines, BadSource, BadWorkspace, ExpansionLimitReached
+from s3wq.index.manifests import CONTROL_CHARS, NO_LIMITS, ExpansionLimits, iter_manifest
+from s3wq.index.s3_sources import missing_objects, s3_read_error
 from s3wq.inputs import ANYTHING, InputPolicy, shown
-from s3wq.ops.manifests import CONTROL_CHARS, NO_LIMITS, ExpansionLimits, iter_manifest
-from s3wq.ops.s3_objects import missing_objects, s3_read_error
 from s3wq.store import layout, make_s3_client, parse_s3_uri, uri_mistake
 
 _GLOB_CHARS = "*?["
