@@ -40,7 +40,7 @@ def synth_user_app(tmp_path, context: dict) -> dict:
     (tmp_path / "app.py").write_text(documented_app())
     shutil.copytree(PROCESSOR_DIR, tmp_path / "myproc")
     (tmp_path / "path").mkdir()
-    (tmp_path / "path" / "s3wq_cdk").symlink_to(REPO_ROOT / "infra", target_is_directory=True)
+    (tmp_path / "path" / "s3wq_cdk").symlink_to(REPO_ROOT / "infra" / "s3wq_cdk", target_is_directory=True)
     outdir = tmp_path / "cdk.out"
     env = {
         **os.environ,
@@ -83,7 +83,7 @@ def test_the_documented_app_is_about_ten_lines():
 
 def test_pyproject_installs_infra_as_s3wq_cdk_with_every_package():
     setuptools = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["package-dir"] == {"": "lambdas", "s3wq_cdk": "infra"}
+    assert setuptools["package-dir"] == {"": "lambdas", "s3wq_cdk": "infra/s3wq_cdk"}
     lambdas = REPO_ROOT / "lambdas"
     on_disk = {init.parent.relative_to(lambdas).as_posix().replace("/", ".") for init in (lambdas / "s3wq").rglob("__init__.py")}
     assert sorted(setuptools["packages"]) == sorted({*on_disk, "s3wq_cdk"}), "list the new package in pyproject.toml"

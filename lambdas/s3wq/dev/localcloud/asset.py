@@ -2,7 +2,7 @@
 
 ``s3wq local demo|up --processor-dir DIR`` builds, for this machine, the asset
 ``cdk deploy -c processorDir=DIR`` builds for Lambda, with the same rules
-(``python -m infra.asset_files --host``: s3wq's pinned requirements and the
+(``python -m s3wq_cdk.asset_files --host``: s3wq's pinned requirements and the
 folder's in one pip resolve, the runtime less the tools, the folder's files
 at the root). The
 functions then run it the way Lambda runs /var/task: in a venv made without
@@ -40,18 +40,18 @@ from s3wq.processors.loading import EXTRA_PROCESSORS
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
-ASSET_RULES = REPO_ROOT / "infra" / "asset_files.py"
+ASSET_RULES = REPO_ROOT / "infra" / "s3wq_cdk" / "asset_files.py"
 S3WQ_REQUIREMENTS = REPO_ROOT / "requirements.txt"
 # Where the pip part is kept between local clouds (default: the cloud's own folder, removed with it).
 CACHE_ENV = "S3WQ_LOCAL_ASSET_CACHE"
 _COMPLETE = ".complete"
-# How python -m infra.asset_files starts the line that says why a build failed (it names a requirement without a wheel).
-_BUILD_ERROR = "infra.asset_files: error: "
+# How python -m s3wq_cdk.asset_files starts the line that says why a build failed (it names a requirement without a wheel).
+_BUILD_ERROR = "s3wq_cdk.asset_files: error: "
 
 # Run from the repository's root in a subprocess: the checks `cdk deploy` makes, without importing the CDK.
 _CHECK = """
 import json, sys
-from infra.processor_source import ProcessorSource, ProcessorSourceError
+from s3wq_cdk.processor_source import ProcessorSource, ProcessorSourceError
 try:
     source = ProcessorSource.open(sys.argv[1], spec=sys.argv[2])
 except ProcessorSourceError as exc:
@@ -78,6 +78,7 @@ class ProcessorFolder:
             # From the repository's root (for infra/): a relative folder is the caller's, so it goes absolute first.
             [sys.executable, "-c", _CHECK, str(Path(directory).expanduser().absolute()), spec],
             cwd=REPO_ROOT,
+            env=_child_env(),
             capture_output=True,
             text=True,
             check=False,
@@ -104,7 +105,7 @@ class ProcessorFolder:
 # Run from the repository's root: the pinned file a built-in's worker image installs, from the one table that says it.
 _PROFILE = """
 import sys
-from infra.settings import PROCESSOR_PROFILES
+from s3wq_cdk.settings import PROCESSOR_PROFILES
 profile = PROCESSOR_PROFILES.get(sys.argv[1])
 print("" if profile is None else profile.requirements_file)
 """
@@ -123,7 +124,9 @@ class BuiltinExtra:
         if spec not in EXTRA_PROCESSORS:
             return None
         _need_source_tree(f"--processor {spec}")
-        result = subprocess.run([sys.executable, "-c", _PROFILE, spec], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            [sys.executable, "-c", _PROFILE, spec], cwd=REPO_ROOT, env=_child_env(), capture_output=True, text=True, check=False
+        )
         if result.returncode != 0:
             raise BadInput(f"--processor {spec}: infra/settings.py could not be read: {_error_line(result.stderr)}")
         name = result.stdout.strip()
@@ -146,6 +149,12 @@ class BuiltinExtra:
 AssetSource = ProcessorFolder | BuiltinExtra
 
 
+def _child_env() -> dict[str, str]:
+    """This process's environment, with this checkout's s3wq_cdk (infra/) and s3wq (lambdas/) first on PYTHONPATH."""
+    path = [str(REPO_ROOT / "infra"), str(LAMBDAS_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
 def _need_source_tree(flag: str) -> None:
     if not ASSET_RULES.is_file():
         raise BadInput(f"{flag} needs s3wq's source tree (infra/ beside lambdas/), as the local cloud does")
@@ -165,8 +174,8 @@ def build_task_asset(source: AssetSource, *, into: Path, cache: Path) -> TaskAss
 
 def _asset_files(target: Path, source: AssetSource, part: str) -> None:
     """One part of the asset (``requirements`` or ``sources``) into ``target``, by the rules ``cdk deploy`` builds with (no CDK loaded)."""
-    command = [sys.executable, "-m", "infra.asset_files", "--target", str(target), "--host", "--only", part, *source.bundling_args()]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    command = [sys.executable, "-m", "s3wq_cdk.asset_files", "--target", str(target), "--host", "--only", part, *source.bundling_args()]
+    result = subprocess.run(command, cwd=REPO_ROOT, env=_child_env(), capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise BadInput(f"the asset for {source.label} could not be built: {_error_line(result.stderr)}")
 

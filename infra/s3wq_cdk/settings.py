@@ -1,4 +1,4 @@
-"""Deployment settings, read once from CDK context (or built as the props of :class:`infra.queue.S3wqQueue`), with every default defined here.
+"""Deployment settings, read once from CDK context (or built as the props of :class:`s3wq_cdk.queue.S3wqQueue`), with every default defined here.
 
 Set any of them with ``cdk deploy -c name=value`` or in ``cdk.json``; cdk.json
 holds feature flags only, so a setting left out there is one the user did not

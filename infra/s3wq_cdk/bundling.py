@@ -1,7 +1,7 @@
-"""The Lambda asset of the CDK app, built without Docker: :mod:`infra.asset_files`'s build, as CDK's local bundling.
+"""The Lambda asset of the CDK app, built without Docker: :mod:`s3wq_cdk.asset_files`'s build, as CDK's local bundling.
 
 CDK calls :class:`PipBundling` first (local bundling); it runs
-:func:`infra.asset_files.build` (pip for Lambda's platform), so it works on
+:func:`s3wq_cdk.asset_files.build` (pip for Lambda's platform), so it works on
 a machine without Docker and on any host architecture. Docker is never
 needed. The tools around the runtime (the command line, the local cloud and
 the local S3) are left out: they need rich and moto, which Lambda has not,

@@ -1,10 +1,10 @@
 """The whole s3wq deployment as one construct: workspace bucket, functions, state machine, dashboard, alarms, grants, outputs.
 
 ``S3wqQueue(scope, "Queue", settings=DeploySettings(...))`` in a user's own
-CDK app, or inside this repository's :class:`infra.stack.S3wqStack` (with the
+CDK app, or inside this repository's :class:`s3wq_cdk.stack.S3wqStack` (with the
 id ``Default``, which CDK leaves out of logical IDs, so deployments made
 before the construct keep every resource). Its props are
-:class:`infra.settings.DeploySettings`, checked here in one place; ``bucket``
+:class:`s3wq_cdk.settings.DeploySettings`, checked here in one place; ``bucket``
 puts the workspace in a bucket of the user's app.
 """
 

@@ -1,9 +1,9 @@
 """What a Lambda asset holds, and how it is built, without the CDK: s3wq's runtime, its pinned requirements, a processor folder.
 
 One set of rules for every place that builds one: the CDK app's zip
-(:mod:`infra.bundling`), the container image's recipe
-(:mod:`infra.image_recipe`) and the local cloud, which runs ``python -m
-infra.asset_files --host`` to build the asset for this machine (a
+(:mod:`s3wq_cdk.bundling`), the container image's recipe
+(:mod:`s3wq_cdk.image_recipe`) and the local cloud, which runs ``python -m
+s3wq_cdk.asset_files --host`` to build the asset for this machine (a
 subprocess that loads no CDK, so it starts in a fraction of a second).
 pip runs with ``--platform``/``--python-version``/``--only-binary=:all:``,
 so it works on a machine without Docker and on any host architecture.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .processor_source import ProcessorSource
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
 REQUIREMENTS = REPO_ROOT / "requirements.txt"
 if not (LAMBDAS_DIR / "s3wq").is_dir() or not REQUIREMENTS.is_file():
@@ -144,7 +144,7 @@ def tree_size(folder: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m infra.asset_files --target DIR [--processor-dir D --processor mod:fn] [--requirements F] [--host] [--only PART]``: build an asset folder.
+    """``python -m s3wq_cdk.asset_files --target DIR [--processor-dir D --processor mod:fn] [--requirements F] [--host] [--only PART]``: build an asset folder.
 
     The local cloud builds its functions' asset this way for this machine
     (``--host``), so a processor runs there with what the asset carries; it
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m infra.asset_files", description=main.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m s3wq_cdk.asset_files", description=main.__doc__.splitlines()[0])
     parser.add_argument("--target", required=True, type=Path, help="an empty folder to build into")
     parser.add_argument("--processor-dir", type=Path, help="a processor folder to ship beside s3wq")
     parser.add_argument("--processor", help="module:function in --processor-dir")
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             build(args.target, architecture=architecture, python_version=python_version, processor=processor, extra=extra)
     except (ValueError, AssetBuildError) as exc:
-        print(f"infra.asset_files: error: {exc}", file=sys.stderr)
+        print(f"s3wq_cdk.asset_files: error: {exc}", file=sys.stderr)
         return 2
     return 0
 
