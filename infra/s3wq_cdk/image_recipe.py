@@ -22,12 +22,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .asset_files import REQUIREMENTS, copy_sources
+from .asset_files import copy_sources
 from .processor_source import ProcessorSource
+from .runtime import WORKER_HANDLER
+from .sources import REQUIREMENTS
 
 # Lambda's AWS base images, one tag per architecture (docs.aws.amazon.com/lambda/latest/dg/python-image.html).
 BASE_IMAGE = "public.ecr.aws/lambda/python:{python_version}-{architecture}"
-WORKER_HANDLER = "s3wq.handlers.worker.handler"
 DOCKERFILE = "Dockerfile"
 REQUIREMENTS_DIR = "requirements"
 TASK_DIR = "task"
