@@ -45,7 +45,7 @@ def synth_user_app(tmp_path, context: dict) -> dict:
     outdir = tmp_path / "cdk.out"
     env = {
         **os.environ,
-        "PYTHONPATH": str(tmp_path / "path"),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "path"), str(REPO_ROOT / "lambdas")]),
         "CDK_OUTDIR": str(outdir),
         "CDK_CONTEXT_JSON": json.dumps(context),
         "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
