@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CDK app: ``cdk synth`` / ``cdk deploy`` (settings from context, see infra/settings.py and docs/deploy.md)."""
+"""CDK app: ``cdk synth`` / ``cdk deploy`` (settings from context, see s3wq_cdk/settings.py and docs/deploy.md)."""
 
 import sys
 from pathlib import Path
@@ -7,14 +7,16 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-# The stack reads the library's environment-variable names and key layout
-# from the library itself, so the two cannot drift apart.
+# From a checkout, as `cdk synth` runs it, without an install: the constructs
+# (s3wq_cdk, in infra/) and the library they read their environment-variable
+# names and key layout from (s3wq, in lambdas/), so the two cannot drift apart.
 sys.path.insert(0, str(Path(__file__).resolve().parent / "lambdas"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "infra"))
 
-from infra.asset_files import AssetBuildError
-from infra.processor_source import ProcessorSourceError
-from infra.settings import DeploySettings
-from infra.stack import S3wqStack
+from s3wq_cdk.asset_files import AssetBuildError
+from s3wq_cdk.processor_source import ProcessorSourceError
+from s3wq_cdk.settings import DeploySettings
+from s3wq_cdk.stack import S3wqStack
 
 app = cdk.App()
 stack_name = app.node.try_get_context("stackName") or "S3wq"

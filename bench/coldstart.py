@@ -13,7 +13,7 @@ environments are measured:
 * ``lambda``: ``AWS_LAMBDA_FUNCTION_NAME`` set, as inside Lambda, where
   tracing is on unless the stack sets ``POWERTOOLS_TRACE_DISABLED``.
 
-Bundle: ``infra.asset_files.build`` (what ``cdk synth`` runs) installs the pinned
+Bundle: ``s3wq_cdk.asset_files.build`` (what ``cdk synth`` runs) installs the pinned
 requirements for the Lambda platform into a temporary directory (pip, from
 PyPI) and copies the handlers beside them; the directory is then zipped
 (deflate, level 9) and measured, in all and by top-level package.
@@ -125,8 +125,8 @@ def _package_of(name: str) -> str:
 
 
 def measure_bundle(architecture: str, python_version: str, top: int) -> dict:
-    sys.path.insert(0, str(REPO_ROOT))
-    from infra.asset_files import build
+    sys.path.insert(0, str(REPO_ROOT / "infra"))
+    from s3wq_cdk.asset_files import build
 
     with tempfile.TemporaryDirectory(prefix="s3wq-bundle-") as tmp:
         target_dir = Path(tmp, "asset")

@@ -3,7 +3,19 @@
 What users import: ``open_backend`` to reach a workspace, ``WorkIndex`` to
 populate it, ``Worker`` to drain it, ``queue_status`` to count it, and the
 processor contract (``Group``, ``ProcessorContext``).
+
+What ships to Lambda: this package less its tools. The runtime is
+``store/``, ``protocol/``, ``index/``, ``processors/``, ``host/``,
+``worker/``, ``ops/``, ``handlers/`` and the top-level modules; ``cli/``
+(the command line), ``dev/`` (the local cloud and the local S3, the
+``s3wq[local]`` extra) and ``__main__.py`` stay out, because no handler
+imports them. The rule is s3wq_cdk's (``NOT_SHIPPED`` in
+``s3wq_cdk/sources.py``), which every asset is built by, and
+tests/infra/test_asset.py checks that the asset holds what the handlers
+import and none of the tools.
 """
+
+from importlib import metadata as _metadata
 
 from s3wq.config import WorkerSettings
 from s3wq.errors import S3wqError
@@ -26,4 +38,14 @@ __all__ = [
     "open_backend",
     "queue_status",
 ]
-__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> str:
+    # The version has one place, pyproject.toml, as the installed distribution reports it; looked up when asked
+    # (s3wq --version), not at import, which every handler's cold start pays.
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        return _metadata.version("s3wq")
+    except _metadata.PackageNotFoundError:  # not installed: the Lambda asset, or a checkout on PYTHONPATH alone
+        return "0+unknown"

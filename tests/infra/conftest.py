@@ -15,10 +15,10 @@ import pytest
 TESTS_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = TESTS_DIR.parent
 
-# The stack imports `infra` from the repo root and the library's layout and
+# The stack imports `s3wq_cdk` from infra/ and the library's layout and
 # environment-variable names from `lambdas/`, as app.py arranges; the helper
 # modules next to this file are imported by name.
-for _path in (Path(__file__).resolve().parent, REPO_ROOT / "lambdas", REPO_ROOT):
+for _path in (Path(__file__).resolve().parent, REPO_ROOT / "lambdas", REPO_ROOT / "infra"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 

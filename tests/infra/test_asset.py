@@ -1,6 +1,6 @@
 """The Lambda asset holds the runtime alone: every module the handlers import, and nothing of the tools.
 
-The asset is built as ``cdk synth`` builds it (``infra.asset_files.build``: pip
+The asset is built as ``cdk synth`` builds it (``s3wq_cdk.asset_files.build``: pip
 for Lambda's platform, so this needs the package registry, as
 test_cdk_cli.py does), into a temporary directory. What it must hold is read
 from the handlers' source: their s3wq imports, followed transitively, lazy
@@ -19,9 +19,9 @@ import pytest
 from module_graph import LAMBDAS_DIR, PACKAGE, closure, module_files
 from stack_under_test import HANDLERS
 
-from infra.asset_files import NOT_SHIPPED, build
-from infra.functions import RUNTIME
-from infra.settings import DeploySettings
+from s3wq_cdk.asset_files import NOT_SHIPPED, build
+from s3wq_cdk.functions import RUNTIME
+from s3wq_cdk.settings import DeploySettings
 
 HANDLER_MODULES = sorted(handler.rsplit(".", 1)[0] for handler in HANDLERS.values())
 

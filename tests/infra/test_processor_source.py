@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infra.processor_source import ProcessorSource, ProcessorSourceError
+from s3wq_cdk.processor_source import ProcessorSource, ProcessorSourceError
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 from stack_under_test import PROCESSOR_DIR, PROCESSOR_SPEC
 
-from infra import DeploySettings, S3wqQueue
-from infra.settings import CONTEXT_KEYS, DEFAULT_GROUP_SIZE, DEFAULT_WORKER_MEMORY_MB, PROCESSOR_PROFILES
+from s3wq_cdk import DeploySettings, S3wqQueue
+from s3wq_cdk.settings import CONTEXT_KEYS, DEFAULT_GROUP_SIZE, DEFAULT_WORKER_MEMORY_MB, PROCESSOR_PROFILES
 
 
 def queue(settings: DeploySettings, **kwargs) -> S3wqQueue:

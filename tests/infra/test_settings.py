@@ -12,8 +12,8 @@ import aws_cdk as cdk
 import pytest
 from stack_under_test import cdk_json_context
 
-from infra.settings import CONTEXT_KEYS, DeploySettings
 from s3wq import config as s3wq_config
+from s3wq_cdk.settings import CONTEXT_KEYS, DeploySettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,10 +3,10 @@
 The app is copied from the doc (the python block after ``<!-- user-app -->``)
 into a temporary folder with a processor folder beside it, and run with this
 venv's python as the CDK CLI runs an app (CDK_OUTDIR, CDK_CONTEXT_JSON).
-``s3wq_cdk`` is infra/ by another name (pyproject's package-dir, which
+``s3wq_cdk`` is infra/s3wq_cdk, found by pyproject's packages.find (which
 ``pip install -e`` turns into a finder mapping the name to the folder); here
 a link of that name on PYTHONPATH does the same, so the test needs no
-install. Bundling is off (``-c bundling=false``): the asset's build is
+install (tests/e2e/test_wheel.py installs the wheel). Bundling is off (``-c bundling=false``): the asset's build is
 test_worker_zip.py's.
 """
 
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tomllib
 
+import setuptools
 from stack_under_test import HANDLERS, PROCESSOR_DIR, REPO_ROOT
 
 from s3wq import config
@@ -40,11 +41,11 @@ def synth_user_app(tmp_path, context: dict) -> dict:
     (tmp_path / "app.py").write_text(documented_app())
     shutil.copytree(PROCESSOR_DIR, tmp_path / "myproc")
     (tmp_path / "path").mkdir()
-    (tmp_path / "path" / "s3wq_cdk").symlink_to(REPO_ROOT / "infra", target_is_directory=True)
+    (tmp_path / "path" / "s3wq_cdk").symlink_to(REPO_ROOT / "infra" / "s3wq_cdk", target_is_directory=True)
     outdir = tmp_path / "cdk.out"
     env = {
         **os.environ,
-        "PYTHONPATH": str(tmp_path / "path"),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "path"), str(REPO_ROOT / "lambdas")]),
         "CDK_OUTDIR": str(outdir),
         "CDK_CONTEXT_JSON": json.dumps(context),
         "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
@@ -81,9 +82,18 @@ def test_the_documented_app_is_about_ten_lines():
     assert len(lines) <= 12
 
 
-def test_pyproject_installs_infra_as_s3wq_cdk_with_every_package():
-    setuptools = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["package-dir"] == {"": "lambdas", "s3wq_cdk": "infra"}
-    lambdas = REPO_ROOT / "lambdas"
-    on_disk = {init.parent.relative_to(lambdas).as_posix().replace("/", ".") for init in (lambdas / "s3wq").rglob("__init__.py")}
-    assert sorted(setuptools["packages"]) == sorted({*on_disk, "s3wq_cdk"}), "list the new package in pyproject.toml"
+def test_pyproject_finds_every_package_of_both_source_folders():
+    """Each source folder holds its package under its real name, and setuptools' find ships every package in it.
+
+    A folder of modules without an ``__init__.py`` would be left out (namespaces off), so it fails here.
+    """
+    find = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    assert find["where"] == ["lambdas", "infra"]
+    found = {package for where in find["where"] for package in setuptools.find_packages(str(REPO_ROOT / where), include=find["include"])}
+    on_disk = {
+        module.parent.relative_to(REPO_ROOT / where).as_posix().replace("/", ".")
+        for where, package in (("lambdas", "s3wq"), ("infra", "s3wq_cdk"))
+        for module in (REPO_ROOT / where / package).rglob("*.py")
+    }
+    assert {"s3wq", "s3wq_cdk"} <= found
+    assert found == on_disk, "every folder of modules is a package (give it an __init__.py)"

@@ -13,7 +13,7 @@ import zipfile
 
 import pytest
 
-from infra.asset_files import AssetBuildError, install_requirements
+from s3wq_cdk.asset_files import AssetBuildError, install_requirements
 
 METADATA = "Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
 

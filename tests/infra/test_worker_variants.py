@@ -13,8 +13,8 @@ import pytest
 from stack_under_test import HANDLERS, OCR, PROCESSOR_DIR, PROCESSOR_IMAGE, PROCESSOR_SPEC, PROCESSOR_ZIP, REPO_ROOT, STACK_NAME
 from test_asset import assert_holds_the_runtime_alone
 
-from infra.functions import RUNTIME
 from s3wq import config
+from s3wq_cdk.functions import RUNTIME
 
 PYTHON = RUNTIME.name.removeprefix("python")
 # What the two variants of one worker may differ in: how its code is packaged.

@@ -19,11 +19,11 @@ from aws_cdk.assertions import Annotations, Match
 from stack_under_test import PROCESSOR_DIR, PROCESSOR_SPEC
 from test_asset import assert_holds_the_runtime_alone
 
-from infra import worker_code as worker_code_module
-from infra.asset_files import tree_size
-from infra.functions import RUNTIME
-from infra.settings import DeploySettings
-from infra.worker_code import TOO_BIG_WARNING, worker_code
+from s3wq_cdk import worker_code as worker_code_module
+from s3wq_cdk.asset_files import tree_size
+from s3wq_cdk.functions import RUNTIME
+from s3wq_cdk.settings import DeploySettings
+from s3wq_cdk.worker_code import TOO_BIG_WARNING, worker_code
 
 PYTHON = RUNTIME.name.removeprefix("python")
 SETTINGS = DeploySettings(processor=PROCESSOR_SPEC, processor_dir=str(PROCESSOR_DIR), bundling=True)

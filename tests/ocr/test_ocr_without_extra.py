@@ -43,7 +43,7 @@ def test_settings_default_and_read_from_the_environment():
 
 
 def test_the_decoders_memory_cap_fits_beside_the_engine_in_the_ocr_workers_memory():
-    from infra.settings import PROCESSOR_PROFILES
+    from s3wq_cdk.settings import PROCESSOR_PROFILES
 
     # bench/ocr.py: the processor host peaks at ~1,282 MB with the engine; the worker and the host's warden ~40 MB each.
     engine_mb, worker_and_warden_mb = 1282, 80

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from support import run_cli
 
-from infra.settings import PROCESSOR_PROFILES
 from s3wq.processors.ocr.settings import DEFAULT_MAX_DECODE_MB
+from s3wq_cdk.settings import PROCESSOR_PROFILES
 
 from .conftest import ocr_env, once_per_session, run_in_ocr_venv
 

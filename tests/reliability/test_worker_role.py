@@ -25,7 +25,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Build the stack as tests/infra does (its helper module, the CDK app's imports).
-for _path in (REPO_ROOT / "tests" / "infra", REPO_ROOT / "lambdas", REPO_ROOT):
+for _path in (REPO_ROOT / "tests" / "infra", REPO_ROOT / "lambdas", REPO_ROOT / "infra"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")

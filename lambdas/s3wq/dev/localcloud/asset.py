@@ -2,7 +2,7 @@
 
 ``s3wq local demo|up --processor-dir DIR`` builds, for this machine, the asset
 ``cdk deploy -c processorDir=DIR`` builds for Lambda, with the same rules
-(``python -m infra.asset_files --host``: s3wq's pinned requirements and the
+(``python -m s3wq_cdk.asset_files --host``: s3wq's pinned requirements and the
 folder's in one pip resolve, the runtime less the tools, the folder's files
 at the root). The
 functions then run it the way Lambda runs /var/task: in a venv made without
@@ -11,13 +11,13 @@ venv holds and the folder does not require fails here as it would on Lambda.
 
 A built-in processor that needs an extra (``--processor ocr``) deploys its
 worker as a container image whose recipe installs s3wq's requirements and the
-extra's pinned file (``PROCESSOR_PROFILES`` in infra/settings.py says which).
+extra's pinned file (``PROCESSOR_PROFILES`` in s3wq/processors/profiles.py says which).
 Here the same files go through the same build, with no folder: the worker
 runs with what its image would carry, however light the dev venv is.
 
 pip is the slow part, so its output is cached, keyed by everything it depends
 on: both requirement files, the Python version and architecture, and
-infra/asset_files.py (the rules). The modules, s3wq's runtime and the
+s3wq_cdk/asset_files.py (the rules). The modules, s3wq's runtime and the
 folder's files, are copied fresh at every deploy (``--only sources``), so
 editing them needs no pip.
 """
@@ -37,21 +37,24 @@ from pathlib import Path
 from s3wq.dev.localcloud.runner import TaskAsset
 from s3wq.errors import BadInput
 from s3wq.processors.loading import EXTRA_PROCESSORS
+from s3wq.processors.profiles import PROCESSOR_PROFILES
+from s3wq_cdk import sources
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
-LAMBDAS_DIR = REPO_ROOT / "lambdas"
-ASSET_RULES = REPO_ROOT / "infra" / "asset_files.py"
-S3WQ_REQUIREMENTS = REPO_ROOT / "requirements.txt"
+# The files of the CDK app's own build, named where s3wq_cdk names them (it loads no CDK for this).
+REPO_ROOT = sources.CHECKOUT_ROOT
+LAMBDAS_DIR = sources.SOURCES_ROOT
+ASSET_RULES = Path(sources.__file__).with_name("asset_files.py")
+S3WQ_REQUIREMENTS = sources.REQUIREMENTS
 # Where the pip part is kept between local clouds (default: the cloud's own folder, removed with it).
 CACHE_ENV = "S3WQ_LOCAL_ASSET_CACHE"
 _COMPLETE = ".complete"
-# How python -m infra.asset_files starts the line that says why a build failed (it names a requirement without a wheel).
-_BUILD_ERROR = "infra.asset_files: error: "
+# How python -m s3wq_cdk.asset_files starts the line that says why a build failed (it names a requirement without a wheel).
+_BUILD_ERROR = "s3wq_cdk.asset_files: error: "
 
-# Run from the repository's root in a subprocess: the checks `cdk deploy` makes, without importing the CDK.
+# Run in a subprocess: the checks `cdk deploy` makes, without importing the CDK.
 _CHECK = """
 import json, sys
-from infra.processor_source import ProcessorSource, ProcessorSourceError
+from s3wq_cdk.processor_source import ProcessorSource, ProcessorSourceError
 try:
     source = ProcessorSource.open(sys.argv[1], spec=sys.argv[2])
 except ProcessorSourceError as exc:
@@ -75,9 +78,10 @@ class ProcessorFolder:
         """Raise BadInput naming the problem in one line (a missing folder or module, a file that may not ship, a requirement line)."""
         _need_source_tree("--processor-dir")
         result = subprocess.run(
-            # From the repository's root (for infra/): a relative folder is the caller's, so it goes absolute first.
+            # From the checkout's root: a relative folder is the caller's, so it goes absolute first.
             [sys.executable, "-c", _CHECK, str(Path(directory).expanduser().absolute()), spec],
             cwd=REPO_ROOT,
+            env=_child_env(),
             capture_output=True,
             text=True,
             check=False,
@@ -101,15 +105,6 @@ class ProcessorFolder:
         return {"processor": self.spec, "processorDir": str(self.directory)}
 
 
-# Run from the repository's root: the pinned file a built-in's worker image installs, from the one table that says it.
-_PROFILE = """
-import sys
-from infra.settings import PROCESSOR_PROFILES
-profile = PROCESSOR_PROFILES.get(sys.argv[1])
-print("" if profile is None else profile.requirements_file)
-"""
-
-
 @dataclass(frozen=True)
 class BuiltinExtra:
     """A built-in processor whose extra only its worker image carries (``ocr``): s3wq's runtime and requirements, and the extra's pins."""
@@ -123,13 +118,10 @@ class BuiltinExtra:
         if spec not in EXTRA_PROCESSORS:
             return None
         _need_source_tree(f"--processor {spec}")
-        result = subprocess.run([sys.executable, "-c", _PROFILE, spec], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise BadInput(f"--processor {spec}: infra/settings.py could not be read: {_error_line(result.stderr)}")
-        name = result.stdout.strip()
-        if not name:
-            raise BadInput(f"--processor {spec}: infra/settings.py names no requirements for its extra (PROCESSOR_PROFILES)")
-        return cls(spec, REPO_ROOT / name)
+        profile = PROCESSOR_PROFILES.get(spec)
+        if profile is None:
+            raise BadInput(f"--processor {spec}: s3wq/processors/profiles.py names no requirements for its extra (PROCESSOR_PROFILES)")
+        return cls(spec, sources.requirements_file(profile.requirements_file))
 
     @property
     def label(self) -> str:
@@ -146,8 +138,14 @@ class BuiltinExtra:
 AssetSource = ProcessorFolder | BuiltinExtra
 
 
+def _child_env() -> dict[str, str]:
+    """This process's environment, with the s3wq_cdk and s3wq it runs first on PYTHONPATH: the child builds with the same code."""
+    path = [str(ASSET_RULES.parent.parent), str(LAMBDAS_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
 def _need_source_tree(flag: str) -> None:
-    if not ASSET_RULES.is_file():
+    if REPO_ROOT is None:
         raise BadInput(f"{flag} needs s3wq's source tree (infra/ beside lambdas/), as the local cloud does")
 
 
@@ -165,8 +163,8 @@ def build_task_asset(source: AssetSource, *, into: Path, cache: Path) -> TaskAss
 
 def _asset_files(target: Path, source: AssetSource, part: str) -> None:
     """One part of the asset (``requirements`` or ``sources``) into ``target``, by the rules ``cdk deploy`` builds with (no CDK loaded)."""
-    command = [sys.executable, "-m", "infra.asset_files", "--target", str(target), "--host", "--only", part, *source.bundling_args()]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    command = [sys.executable, "-m", "s3wq_cdk.asset_files", "--target", str(target), "--host", "--only", part, *source.bundling_args()]
+    result = subprocess.run(command, cwd=REPO_ROOT, env=_child_env(), capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise BadInput(f"the asset for {source.label} could not be built: {_error_line(result.stderr)}")
 

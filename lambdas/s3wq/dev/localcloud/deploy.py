@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from s3wq.dev.local_s3 import FAKE_CREDENTIALS
+from s3wq_cdk.sources import CHECKOUT_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
+# The CDK app (app.py) is the checkout's; an s3wq installed from a wheel has none to synthesize.
+REPO_ROOT = CHECKOUT_ROOT
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 PARTITION = "aws"
@@ -38,6 +40,8 @@ class DeployError(Exception):
 
 def synthesize(context: dict[str, Any], *, stack_name: str = "S3wqLocal") -> dict:
     """Run the CDK app as ``cdk synth`` does (CDK_CONTEXT_JSON, CDK_OUTDIR) and return the template."""
+    if REPO_ROOT is None:
+        raise DeployError("the local cloud synthesizes the CDK app of a checkout of s3wq (app.py), and this s3wq is installed without one")
     with tempfile.TemporaryDirectory(prefix="s3wq-synth-") as outdir:
         env = {
             **os.environ,
@@ -223,7 +227,7 @@ def _handler_of(props: dict) -> str | None:
 
 def _create_functions(lambda_client: Any, resources: dict, stack: LocalStack, resolve: _Resolver, role_arn: str) -> None:
     functions = {logical: r["Properties"] for logical, r in resources.items() if r["Type"] == "AWS::Lambda::Function"}
-    # An image function names no runtime: its base image is the one the zip functions name (infra/image_recipe.py).
+    # An image function names no runtime: its base image is the one the zip functions name (s3wq_cdk/image_recipe.py).
     runtime = next(props["Runtime"] for props in functions.values() if "Runtime" in props and _handler_of(props))
     for logical, props in functions.items():
         handler = _handler_of(props)

@@ -26,7 +26,7 @@ DEFAULT_MAX_PIXELS = 16_000_000
 # how far it got: a worker with a longer run (s3wq work --time-limit) reads more.
 DEFAULT_MAX_PAGES = 300
 # The address space (RLIMIT_AS) of the process that opens and decodes an input (decoder.py).
-# It must fit beside the rest in the ocr profile's 1,769 MB worker (infra/settings.py): the
+# It must fit beside the rest in the ocr profile's 1,769 MB worker (processors/profiles.py): the
 # processor host with the engine peaked at 1,282 MB RSS (bench/ocr.py), the worker and the
 # host's warden at ~36 MB each (measured in a run of `s3wq work --processor ocr`), which leaves
 # ~415 MB. 384 MB of it is ~340 MB for decoding beyond the decoder's own (~40 MB at its start): an

@@ -1,8 +1,8 @@
-"""The CDK app's constructs: one per concern, all of them held by :class:`infra.queue.S3wqQueue`.
+"""The CDK app's constructs: one per concern, all of them held by :class:`s3wq_cdk.queue.S3wqQueue`.
 
 What a user's own CDK app imports (``from s3wq_cdk import S3wqQueue,
 DeploySettings`` once this checkout is installed, see docs/deploy.md). The
-names load on first use, so ``python -m infra.asset_files`` does not import its
+names load on first use, so ``python -m s3wq_cdk.asset_files`` does not import its
 own module twice.
 """
 

@@ -10,14 +10,24 @@ from constructs import Construct
 
 from s3wq import config as s3wq_config
 
-from .image_recipe import WORKER_HANDLER
+from .runtime import RUNTIME, WORKER_HANDLER
 from .settings import DeploySettings
 
-# The newest Python runtime this aws-cdk-lib offers.
-RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
 STATUS_TIMEOUT_SECONDS = 300
 STATUS_MEMORY_MB = 1024
+
+
+def _common_environment(settings: DeploySettings, workspace_uri: str) -> dict[str, str]:
+    """What every function reads: the workspace, the attempts, the processor, and Powertools' names."""
+    return {
+        s3wq_config.ENV_WORKSPACE: workspace_uri,
+        s3wq_config.ENV_MAX_ATTEMPTS: str(settings.max_attempts),
+        s3wq_config.ENV_PROCESSOR: settings.processor,
+        "POWERTOOLS_SERVICE_NAME": "s3wq",
+        "POWERTOOLS_METRICS_NAMESPACE": "s3wq",
+        "POWERTOOLS_TRACE_DISABLED": "false" if settings.tracing else "true",
+    }
 
 
 class QueueFunctions(Construct):
@@ -37,14 +47,7 @@ class QueueFunctions(Construct):
         super().__init__(scope, construct_id)
         self._code = code
         self._settings = settings
-        common = {
-            s3wq_config.ENV_WORKSPACE: workspace_uri,
-            s3wq_config.ENV_MAX_ATTEMPTS: str(settings.max_attempts),
-            s3wq_config.ENV_PROCESSOR: settings.processor,
-            "POWERTOOLS_SERVICE_NAME": "s3wq",
-            "POWERTOOLS_METRICS_NAMESPACE": "s3wq",
-            "POWERTOOLS_TRACE_DISABLED": "false" if settings.tracing else "true",
-        }
+        common = _common_environment(settings, workspace_uri)
         self.worker = self._function(
             "Worker",
             handler=WORKER_HANDLER,

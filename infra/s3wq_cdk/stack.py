@@ -1,4 +1,4 @@
-"""The s3wq stack of this repository's CDK app (app.py): a thin Stack around one :class:`infra.queue.S3wqQueue`."""
+"""The s3wq stack of this repository's CDK app (app.py): a thin Stack around one :class:`s3wq_cdk.queue.S3wqQueue`."""
 
 from __future__ import annotations
 

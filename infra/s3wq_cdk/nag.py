@@ -1,15 +1,19 @@
-"""cdk-nag: the findings of an s3wq queue that are suppressed, each with its reason, and only where they arise."""
+"""cdk-nag: the findings of an s3wq queue that are suppressed, each with its reason, and only where they arise.
+
+Given the resources, not the queue construct: the queue calls this module, never the other way round.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from aws_cdk import Stack
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
-
-if TYPE_CHECKING:
-    from .queue import S3wqQueue
+from constructs import Construct
 
 
 def _js_regex(text: str) -> str:
@@ -17,19 +21,25 @@ def _js_regex(text: str) -> str:
     return re.sub(r"([\\^$.|?*+()\[\]{}/])", r"\\\1", text)
 
 
-def suppress_findings(queue: S3wqQueue) -> None:
-    """Every suppression of the queue, on the resource it concerns."""
-    _roles(queue)
-    _state_machine(queue)
-    if queue.storage.created:
-        _bucket(queue)
+def suppress_findings(
+    queue: Construct,
+    *,
+    functions: Sequence[lambda_.Function],
+    state_machine: sfn.StateMachine,
+    created_bucket: s3.IBucket | None,
+    workspace_prefix: str,
+) -> None:
+    """Every suppression of the queue, on the resource it concerns; ``created_bucket`` only when the queue made it."""
+    _roles(functions, workspace_prefix)
+    _state_machine(state_machine)
+    if created_bucket is not None:
+        _bucket(created_bucket)
     _notifications_handler(queue)
 
 
-def _roles(queue: S3wqQueue) -> None:
-    prefix = queue.settings.workspace_prefix
+def _roles(functions: Sequence[lambda_.Function], prefix: str) -> None:
     NagSuppressions.add_resource_suppressions(
-        [fn.role for fn in (queue.functions.worker, queue.functions.populate, queue.functions.status)],
+        [fn.role for fn in functions],
         [
             NagPackSuppression(
                 id="AwsSolutions-IAM5",
@@ -53,9 +63,9 @@ def _roles(queue: S3wqQueue) -> None:
     )
 
 
-def _state_machine(queue: S3wqQueue) -> None:
+def _state_machine(state_machine: sfn.StateMachine) -> None:
     NagSuppressions.add_resource_suppressions(
-        queue.orchestration.state_machine,
+        state_machine,
         [
             NagPackSuppression(
                 id="AwsSolutions-IAM5",
@@ -73,9 +83,9 @@ def _state_machine(queue: S3wqQueue) -> None:
     )
 
 
-def _bucket(queue: S3wqQueue) -> None:
+def _bucket(bucket: s3.IBucket) -> None:
     NagSuppressions.add_resource_suppressions(
-        queue.storage.bucket,
+        bucket,
         [
             NagPackSuppression(
                 id="AwsSolutions-S1",
@@ -86,7 +96,7 @@ def _bucket(queue: S3wqQueue) -> None:
     )
 
 
-def _notifications_handler(queue: S3wqQueue) -> None:
+def _notifications_handler(queue: Construct) -> None:
     # The custom resource CDK adds to configure bucket notifications: its
     # code and role are CDK's own, so its findings are suppressed there only.
     for handler in (c for c in Stack.of(queue).node.children if c.node.id.startswith("BucketNotificationsHandler")):

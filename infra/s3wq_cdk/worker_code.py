@@ -18,10 +18,7 @@ bundling) is what lets the synth measure it before choosing.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
-import shutil
-import tempfile
 from pathlib import Path
 
 from aws_cdk import Annotations
@@ -29,10 +26,12 @@ from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from .asset_files import REPO_ROOT, REQUIREMENTS, build, copy_sources, tree_size
-from .image_recipe import WORKER_HANDLER, stage_image_recipe
+from .asset_files import build, copy_sources, staging_folder, tree_size
+from .image_recipe import stage_image_recipe
 from .processor_source import ProcessorSource
+from .runtime import WORKER_HANDLER
 from .settings import DeploySettings
+from .sources import REQUIREMENTS, requirements_file
 
 # Lambda's quota for a function's deployment package, unzipped (layers included): 250 MB.
 LAMBDA_ZIP_LIMIT_BYTES = 250 * 1024 * 1024
@@ -40,22 +39,15 @@ PLATFORMS = {"arm64": ecr_assets.Platform.LINUX_ARM64, "x86_64": ecr_assets.Plat
 TOO_BIG_WARNING = "s3wq:workerAssetTooBigForZip"
 
 
-def _staging(kind: str) -> Path:
-    """A folder for this synth only: CDK copies an asset into the cloud assembly when the function is created."""
-    folder = Path(tempfile.mkdtemp(prefix=f"s3wq-{kind}-"))
-    atexit.register(shutil.rmtree, folder, True)
-    return folder
-
-
 def worker_image_code(settings: DeploySettings, *, python_version: str) -> lambda_.DockerImageCode:
     """The image asset: the recipe staged from the settings' processor; built by ``cdk deploy``, never by the synth."""
     profile = settings.profile
     recipe = stage_image_recipe(
-        _staging("worker-image"),
+        staging_folder("worker-image"),
         architecture=settings.architecture,
         python_version=python_version,
         processor=settings.processor_source(),
-        extra_requirements=REPO_ROOT / profile.requirements_file if profile is not None else None,
+        extra_requirements=requirements_file(profile.requirements_file) if profile is not None else None,
     )
     # The handler in the template too (ImageConfig), not only in the Dockerfile's CMD: whoever reads the template sees it.
     return lambda_.DockerImageCode.from_image_asset(str(recipe), platform=PLATFORMS[settings.architecture], cmd=[WORKER_HANDLER])
@@ -77,7 +69,7 @@ def _processor_zip(source: ProcessorSource, settings: DeploySettings, *, python_
     """The worker's zip folder: built for Lambda with pip when bundling is on, the sources alone otherwise (tests)."""
     key = (source.directory, settings.architecture, python_version, settings.bundling, _fingerprint(source), REQUIREMENTS.read_bytes())
     if key not in _BUILT or not _BUILT[key].is_dir():
-        folder = _staging("worker-zip")
+        folder = staging_folder("worker-zip")
         if settings.bundling:
             build(folder, architecture=settings.architecture, python_version=python_version, processor=source)
         else:

@@ -1,4 +1,9 @@
-"""Deployment settings, read once from CDK context (or built as the props of :class:`infra.queue.S3wqQueue`), with every default defined here.
+"""Deployment settings, read once from CDK context (or built as the props of :class:`s3wq_cdk.queue.S3wqQueue`), each default defined once.
+
+A default the runtime shares (attempts, workers, group size, the processor,
+the input checks, the input cap, the group timeout) is read from
+:mod:`s3wq.config`, where the handlers get it when the variable is unset;
+those only a deployment has (memory, timeouts, the worker cap) are here.
 
 Set any of them with ``cdk deploy -c name=value`` or in ``cdk.json``; cdk.json
 holds feature flags only, so a setting left out there is one the user did not
@@ -17,6 +22,7 @@ from typing import Any
 from constructs import Construct
 
 from s3wq import config as s3wq_config
+from s3wq.processors.profiles import PROCESSOR_PROFILES, ProcessorProfile
 
 from .processor_source import ProcessorSource, ProcessorSourceError
 
@@ -31,31 +37,6 @@ LAMBDA_MAX_TIMEOUT_SECONDS = 900
 
 DEFAULT_WORKER_MEMORY_MB = 1769  # one full vCPU
 DEFAULT_GROUP_SIZE = s3wq_config.DEFAULT_GROUP_SIZE
-
-
-@dataclass(frozen=True)
-class ProcessorProfile:
-    """What a built-in processor needs on Lambda: its extra's pinned requirements, and the worker's size when the user sets none."""
-
-    requirements_file: str  # at the repository's root, installed beside requirements.txt
-    worker_memory_mb: int
-    group_size: int
-
-
-PROCESSOR_PROFILES = {
-    # The ocr extra with s3wq's requirements is 341 MB installed for manylinux
-    # aarch64 (docs/performance.md), over a zip's 250 MB: its worker is always
-    # the container image. Measured (bench/ocr.py): 2.25 core-seconds a
-    # scanned page on one core (2.4 below, for margin), peak RSS ~1.3 GB. 1769 MB is Lambda's one full vCPU (the OCR runs on one
-    # thread, so more memory would buy idle cores) with ~0.5 GB to spare.
-    # A group is documents, not pages: at a 20-page scan, 5 of them are
-    # 5 x 20 x 2.4 = 240 s, about a quarter of the 890 s a 900 s invocation
-    # leaves a run (less its 10 s margin), so a worker finishes several groups
-    # per invocation and a retry repeats little. A 100-page scan alone is the
-    # same 240 s; longer ones are read as far as their share of the run goes, the rest
-    # an input error (processors/ocr/time_shares.py), the group done.
-    "ocr": ProcessorProfile(requirements_file="requirements-ocr.txt", worker_memory_mb=1769, group_size=5),
-}
 
 _BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 # No "*" (or "?"): in an IAM resource ARN it is a wildcard and would widen every grant.
@@ -81,9 +62,9 @@ class DeploySettings:
     # Reserved concurrency for the worker function: a run cannot take the
     # account's whole pool, and is guaranteed this much. None: unreserved.
     worker_reserved_concurrency: int | None = None
-    default_workers: int = 10
+    default_workers: int = s3wq_config.DEFAULT_WORKERS
     max_rounds: int = 10
-    max_attempts: int = 3
+    max_attempts: int = s3wq_config.DEFAULT_MAX_ATTEMPTS
     # None: chosen for the processor (PROCESSOR_PROFILES), else DEFAULT_GROUP_SIZE (effective_group_size).
     group_size: int | None = None
     # The longest one run of a group may last on a worker Lambda (None: what the invocation leaves it).
@@ -92,8 +73,8 @@ class DeploySettings:
     max_input_bytes: int = s3wq_config.DEFAULT_MAX_INPUT_BYTES
     # Populate checks that each s3:// path of a manifest exists (a HEAD, or a
     # LIST page per 1,000 keys of its folder); off for manifests too big to check in its time.
-    check_inputs: bool = True
-    processor: str = "text"
+    check_inputs: bool = s3wq_config.LambdaConfig.check_inputs  # the handlers' own default, unset
+    processor: str = s3wq_config.DEFAULT_PROCESSOR
     # A folder of the user's modules (and an optional requirements.txt) shipped
     # with the worker; processor then names module:function in it.
     processor_dir: str | None = None
@@ -189,18 +170,7 @@ class DeploySettings:
         for name, value in (("maxRounds", self.max_rounds), ("maxAttempts", self.max_attempts), ("groupSize", self.effective_group_size)):
             if value < 1:
                 problems.append(f"{name} must be at least 1, got {value}")
-        if self.group_timeout_seconds is not None:
-            # At most what a run can have in an invocation: the function's timeout less the worker's safety margin.
-            most = self.worker_timeout_seconds - s3wq_config.lambda_safety_margin(self.worker_timeout_seconds)
-            if not (math.isfinite(self.group_timeout_seconds) and s3wq_config.MIN_RUN_SECONDS <= self.group_timeout_seconds <= most):
-                problems.append(
-                    f"groupTimeoutSeconds must be from {s3wq_config.MIN_RUN_SECONDS:g} to {most:g} "
-                    f"(workerTimeoutSeconds {self.worker_timeout_seconds} less the worker's safety margin), got {self.group_timeout_seconds:g}"
-                )
-        memory_bytes = self.effective_worker_memory_mb * 1024 * 1024
-        if not 1 <= self.max_input_bytes <= memory_bytes:
-            # An input larger than the worker's memory could never be held: the cap would not guard anything.
-            problems.append(f"maxInputBytes must be from 1 to the worker's memory ({memory_bytes} bytes), got {self.max_input_bytes}")
+        problems += self._run_problems()
         if self.architecture not in ("arm64", "x86_64"):
             problems.append(f"architecture must be arm64 or x86_64, got {self.architecture!r}")
         if self.alarm_topic_arn is not None and not re.fullmatch(
@@ -222,6 +192,23 @@ class DeploySettings:
         problems += self._processor_problems()
         if problems:
             raise ValueError("; ".join(problems))
+
+    def _run_problems(self) -> list[str]:
+        """What one run of a group on the worker may have: its time, and the bytes of one input."""
+        problems = []
+        if self.group_timeout_seconds is not None:
+            # At most what a run can have in an invocation: the function's timeout less the worker's safety margin.
+            most = self.worker_timeout_seconds - s3wq_config.lambda_safety_margin(self.worker_timeout_seconds)
+            if not (math.isfinite(self.group_timeout_seconds) and s3wq_config.MIN_RUN_SECONDS <= self.group_timeout_seconds <= most):
+                problems.append(
+                    f"groupTimeoutSeconds must be from {s3wq_config.MIN_RUN_SECONDS:g} to {most:g} "
+                    f"(workerTimeoutSeconds {self.worker_timeout_seconds} less the worker's safety margin), got {self.group_timeout_seconds:g}"
+                )
+        memory_bytes = self.effective_worker_memory_mb * 1024 * 1024
+        if not 1 <= self.max_input_bytes <= memory_bytes:
+            # An input larger than the worker's memory could never be held: the cap would not guard anything.
+            problems.append(f"maxInputBytes must be from 1 to the worker's memory ({memory_bytes} bytes), got {self.max_input_bytes}")
+        return problems
 
     def _processor_problems(self) -> list[str]:
         if self.processor_dir is not None:

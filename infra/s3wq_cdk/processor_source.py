@@ -24,6 +24,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from s3wq.errors import BadProcessorFolder
 from s3wq.processors.folder import REQUIREMENTS_FILE, holds_module, import_name, requirement_names, shipped_files, top_module
 
+from .sources import REQUIREMENTS
+
 # Refused anywhere in a requirement line, before it is parsed: options (pip takes a token that starts with "-"
 # as one wherever it is: includes, editables, --hash, which would put s3wq's own unhashed pins in require-hashes
 # mode, --index-url), "@" (a direct reference fetches from anywhere), and ${VAR}, which pip expands from the
@@ -88,9 +90,8 @@ class ProcessorSource:
 
     def files(self) -> list[Path]:
         """Every file shipped, relative to the folder, in a stable order; raise ProcessorSourceError on one that may not ship."""
-        from .asset_files import REQUIREMENTS  # s3wq's pins, installed beside the folder (asset_files imports this module)
-
         try:
+            # s3wq's pins, installed beside the folder.
             return shipped_files(self.directory, s3wq_requirements=requirement_names(REQUIREMENTS))
         except BadProcessorFolder as exc:
             raise ProcessorSourceError(f"processorDir {str(self.directory)!r}: {exc}") from None

@@ -1,10 +1,10 @@
 """The whole s3wq deployment as one construct: workspace bucket, functions, state machine, dashboard, alarms, grants, outputs.
 
 ``S3wqQueue(scope, "Queue", settings=DeploySettings(...))`` in a user's own
-CDK app, or inside this repository's :class:`infra.stack.S3wqStack` (with the
+CDK app, or inside this repository's :class:`s3wq_cdk.stack.S3wqStack` (with the
 id ``Default``, which CDK leaves out of logical IDs, so deployments made
 before the construct keep every resource). Its props are
-:class:`infra.settings.DeploySettings`, checked here in one place; ``bucket``
+:class:`s3wq_cdk.settings.DeploySettings`, checked here in one place; ``bucket``
 puts the workspace in a bucket of the user's app.
 """
 
@@ -21,10 +21,11 @@ from s3wq import inputs as s3wq_inputs
 from s3wq.store import layout
 
 from .bundling import lambda_code
-from .functions import RUNTIME, QueueFunctions
+from .functions import QueueFunctions
 from .monitoring import QueueMonitoring
 from .nag import suppress_findings
 from .orchestration import WorkerStateMachine
+from .runtime import PYTHON_VERSION, RUNTIME
 from .settings import DeploySettings, InputLocation
 from .storage import WorkspaceStorage
 from .worker_code import worker_code
@@ -48,13 +49,12 @@ class S3wqQueue(Construct):
         _check(self, settings, bucket)
         self.settings = settings
         self.storage = WorkspaceStorage(self, "Storage", bucket_name=settings.bucket_name, prefix=settings.workspace_prefix, bucket=bucket)
-        python_version = RUNTIME.name.removeprefix("python")
         code = lambda_code(runtime=RUNTIME, architecture=settings.architecture, bundle=settings.bundling)
         self.functions = QueueFunctions(
             self,
             "Functions",
             code=code,
-            worker_code=worker_code(self, settings, shared=code, python_version=python_version),
+            worker_code=worker_code(self, settings, shared=code, python_version=PYTHON_VERSION),
             settings=settings,
             workspace_uri=self.storage.workspace_uri,
         )
@@ -87,6 +87,18 @@ class S3wqQueue(Construct):
             s3.EventType.OBJECT_CREATED, s3n.LambdaDestination(self.functions.populate), s3.NotificationKeyFilter(prefix=manifests_prefix)
         )
 
+        self._outputs(manifests_prefix)
+        suppress_findings(
+            self,
+            functions=(self.functions.worker, self.functions.populate, self.functions.status),
+            state_machine=state_machine,
+            created_bucket=self.storage.bucket if self.storage.created else None,
+            workspace_prefix=settings.workspace_prefix,
+        )
+
+    def _outputs(self, manifests_prefix: str) -> None:
+        """What `s3wq start --stack NAME` and a user read, under plain keys (OUTPUT_KEYS)."""
+        state_machine = self.orchestration.state_machine
         CfnOutput(self, "BucketName", value=self.storage.bucket.bucket_name, description="The workspace bucket")
         CfnOutput(self, "WorkspaceUri", value=self.storage.workspace_uri, description="Give this to s3wq status / populate / work")
         CfnOutput(
@@ -96,12 +108,13 @@ class S3wqQueue(Construct):
             description="Upload a manifest here to index it and start the workers",
         )
         CfnOutput(self, "StateMachineArn", value=state_machine.state_machine_arn, description='Start an execution with {"workers": N}')
-        CfnOutput(self, "MaxWorkers", value=str(settings.max_workers), description="Workers an execution runs at most (more are capped)")
+        CfnOutput(
+            self, "MaxWorkers", value=str(self.settings.max_workers), description="Workers an execution runs at most (more are capped)"
+        )
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name, description="The CloudWatch dashboard of runs")
         for output in self.node.children:
             if isinstance(output, CfnOutput) and output.node.id in OUTPUT_KEYS:
                 output.override_logical_id(output.node.id)
-        suppress_findings(self)
 
     # --- grants: each function gets its own actions on its own prefixes ---------------------------
 

@@ -1,9 +1,9 @@
 """What a Lambda asset holds, and how it is built, without the CDK: s3wq's runtime, its pinned requirements, a processor folder.
 
 One set of rules for every place that builds one: the CDK app's zip
-(:mod:`infra.bundling`), the container image's recipe
-(:mod:`infra.image_recipe`) and the local cloud, which runs ``python -m
-infra.asset_files --host`` to build the asset for this machine (a
+(:mod:`s3wq_cdk.bundling`), the container image's recipe
+(:mod:`s3wq_cdk.image_recipe`) and the local cloud, which runs ``python -m
+s3wq_cdk.asset_files --host`` to build the asset for this machine (a
 subprocess that loads no CDK, so it starts in a fraction of a second).
 pip runs with ``--platform``/``--python-version``/``--only-binary=:all:``,
 so it works on a machine without Docker and on any host architecture.
@@ -11,24 +11,17 @@ so it works on a machine without Docker and on any host architecture.
 
 from __future__ import annotations
 
+import atexit
 import platform
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .processor_source import ProcessorSource
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-LAMBDAS_DIR = REPO_ROOT / "lambdas"
-REQUIREMENTS = REPO_ROOT / "requirements.txt"
-if not (LAMBDAS_DIR / "s3wq").is_dir() or not REQUIREMENTS.is_file():
-    # Installed without its checkout (a wheel): the assets are built from the checkout's lambdas/ and requirements*.txt.
-    raise ImportError(f"{__package__} builds from a checkout of s3wq: install it with pip install -e '<checkout>[cdk]'")
-PACKAGES = ("s3wq",)
-# Relative to LAMBDAS_DIR: what is not shipped, because no handler runs it.
-NOT_SHIPPED = ("s3wq/cli", "s3wq/dev", "s3wq/__main__.py")
+from .sources import NOT_SHIPPED, PACKAGES, REQUIREMENTS, SOURCES_ROOT
 
 # botocore ships the models of every AWS service (about 30 MB); the handlers
 # talk to these only. Dropping the rest keeps the zip small without giving up
@@ -60,8 +53,8 @@ def prune(target: Path, *, keep_all_services: bool = False) -> None:
 
 
 def _unshipped(directory: str, names: list[str]) -> set[str]:
-    """For shutil.copytree: the names in ``directory`` (under LAMBDAS_DIR) that stay out of the asset."""
-    where = Path(directory).relative_to(LAMBDAS_DIR)
+    """For shutil.copytree: the names in ``directory`` (under SOURCES_ROOT) that stay out of the asset."""
+    where = Path(directory).relative_to(SOURCES_ROOT)
     return {name for name in names if name == "__pycache__" or name.endswith(".pyc") or (where / name).as_posix() in NOT_SHIPPED}
 
 
@@ -131,11 +124,18 @@ def build(
 
 
 def copy_sources(target: Path, *, processor: ProcessorSource | None = None) -> None:
-    """The runtime (``lambdas/s3wq`` less NOT_SHIPPED) into ``target``, and the processor folder's files at its root."""
+    """The runtime (the installed ``s3wq`` less NOT_SHIPPED) into ``target``, and the processor folder's files at its root."""
     for package in PACKAGES:
-        shutil.copytree(LAMBDAS_DIR / package, target / package, ignore=_unshipped, dirs_exist_ok=True)
+        shutil.copytree(SOURCES_ROOT / package, target / package, ignore=_unshipped, dirs_exist_ok=True)
     if processor is not None:
         processor.copy_into(target)
+
+
+def staging_folder(kind: str) -> Path:
+    """A folder for this synth only: CDK copies an asset into the cloud assembly when the function is created."""
+    folder = Path(tempfile.mkdtemp(prefix=f"s3wq-{kind}-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def tree_size(folder: Path) -> int:
@@ -144,7 +144,7 @@ def tree_size(folder: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m infra.asset_files --target DIR [--processor-dir D --processor mod:fn] [--requirements F] [--host] [--only PART]``: build an asset folder.
+    """``python -m s3wq_cdk.asset_files --target DIR [--processor-dir D --processor mod:fn] [--requirements F] [--host] [--only PART]``: build an asset folder.
 
     The local cloud builds its functions' asset this way for this machine
     (``--host``), so a processor runs there with what the asset carries; it
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m infra.asset_files", description=main.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m s3wq_cdk.asset_files", description=main.__doc__.splitlines()[0])
     parser.add_argument("--target", required=True, type=Path, help="an empty folder to build into")
     parser.add_argument("--processor-dir", type=Path, help="a processor folder to ship beside s3wq")
     parser.add_argument("--processor", help="module:function in --processor-dir")
@@ -165,9 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.host:
         architecture, python_version = host_platform()
     else:
-        from .functions import RUNTIME  # the CDK's runtime name: only for Lambda's own platform
+        from .runtime import PYTHON_VERSION  # the CDK's runtime name: only for Lambda's own platform
 
-        architecture, python_version = args.architecture, RUNTIME.name.removeprefix("python")
+        architecture, python_version = args.architecture, PYTHON_VERSION
     try:
         processor = None if args.processor_dir is None else ProcessorSource.open(args.processor_dir, spec=args.processor or "")
         extra = tuple(args.requirements)
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             build(args.target, architecture=architecture, python_version=python_version, processor=processor, extra=extra)
     except (ValueError, AssetBuildError) as exc:
-        print(f"infra.asset_files: error: {exc}", file=sys.stderr)
+        print(f"s3wq_cdk.asset_files: error: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -36,8 +36,13 @@ class QueueMonitoring(Construct):
         alarm_topic_arn: str | None = None,
     ):
         super().__init__(scope, construct_id)
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
-        self.dashboard.add_widgets(
+        self.dashboard = self._dashboard(worker=worker, populate=populate, state_machine=state_machine)
+        self.failed_groups_alarm, self.failed_executions_alarm = self._alarms(state_machine, alarm_topic_arn)
+
+    def _dashboard(self, *, worker: lambda_.Function, populate: lambda_.Function, state_machine: sfn.StateMachine) -> cloudwatch.Dashboard:
+        """Three rows: the groups, then claims, the worker and the executions, then populate."""
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+        dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Groups per minute",
                 left=[_queue_metric("GroupsProcessed", label="processed"), _queue_metric("GroupsFailed", label="failed")],
@@ -49,7 +54,7 @@ class QueueMonitoring(Construct):
                 width=12,
             ),
         )
-        self.dashboard.add_widgets(
+        dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Claims",
                 left=[_queue_metric("ClaimConflicts", label="claim conflicts"), _queue_metric("LocksReclaimed", label="locks reclaimed")],
@@ -72,7 +77,7 @@ class QueueMonitoring(Construct):
                 width=8,
             ),
         )
-        self.dashboard.add_widgets(
+        dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Populate",
                 left=[_queue_metric("PathsIndexed", label="paths indexed")],
@@ -80,8 +85,11 @@ class QueueMonitoring(Construct):
                 width=24,
             )
         )
+        return dashboard
 
-        self.failed_groups_alarm = cloudwatch.Alarm(
+    def _alarms(self, state_machine: sfn.StateMachine, alarm_topic_arn: str | None) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm]:
+        """On failed groups and on failed executions, each sent to the topic when one is named."""
+        failed_groups = cloudwatch.Alarm(
             self,
             "FailedGroups",
             alarm_description="A group used up its attempts: see `s3wq failures WORKSPACE`, fix, then `s3wq requeue-failed`.",
@@ -91,7 +99,7 @@ class QueueMonitoring(Construct):
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        self.failed_executions_alarm = cloudwatch.Alarm(
+        failed_executions = cloudwatch.Alarm(
             self,
             "FailedExecutions",
             alarm_description="An s3wq execution failed (too many failed groups, work remaining, or bad input).",
@@ -103,5 +111,6 @@ class QueueMonitoring(Construct):
         )
         if alarm_topic_arn:
             topic = sns.Topic.from_topic_arn(self, "AlarmTopic", alarm_topic_arn)
-            for alarm in (self.failed_groups_alarm, self.failed_executions_alarm):
+            for alarm in (failed_groups, failed_executions):
                 alarm.add_alarm_action(cw_actions.SnsAction(topic))
+        return failed_groups, failed_executions

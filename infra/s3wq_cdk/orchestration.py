@@ -53,13 +53,56 @@ def _retry_lambda_errors(task: tasks.LambdaInvoke) -> tasks.LambdaInvoke:
 
 
 class WorkerStateMachine(Construct):
-    """Exposes ``state_machine`` and its ``log_group``."""
+    """Exposes ``state_machine`` and its ``log_group``.
+
+    Built in the order of the diagram above, one part per method; each state
+    keeps its construct id, so the definition and its logical IDs stay as
+    they were when this was one function.
+    """
 
     def __init__(
         self, scope: Construct, construct_id: str, *, worker: lambda_.IFunction, status: lambda_.IFunction, settings: DeploySettings
     ):
         super().__init__(scope, construct_id)
+        self._status = status
+        self._settings = settings
+        defaults, read_input, bad_input, cap_workers, init = self._input_states()
+        # [0, 1, ..., workers - 1] from the status function: States.ArrayRange
+        # stops at 1,000 items, a Distributed Map runs 10,000 children.
+        plan_workers = _retry_lambda_errors(
+            tasks.LambdaInvoke(
+                self,
+                "PlanWorkers",
+                lambda_function=status,
+                payload=sfn.TaskInput.from_object({"worker_items": sfn.JsonPath.number_at("$.workers")}),
+                payload_response_only=True,
+                retry_on_service_exceptions=False,
+                result_path="$.items",
+            )
+        )
+        count_before = self._count("CountBefore")
+        next_round = self._next_round()
+        run_workers = self._run_workers(worker)
+        count_after = self._count("CountAfter")
+        wait_for_locks = sfn.Wait(
+            self,
+            "WaitForLocks",
+            comment="No progress, but live locks are held: wait until the last of them would go stale (status.wait_seconds)",
+            time=sfn.WaitTime.seconds_path("$.status.wait_seconds"),
+        )
+        summary = self._summary()
+        self._rounds(next_round, run_workers, count_after, wait_for_locks, summary)
+        anything_to_do = (
+            sfn.Choice(self, "AnythingToDo").when(sfn.Condition.number_equals("$.status.remaining", 0), summary).otherwise(next_round)
+        )
+        check_input = self._check_input(bad_input, cap_workers, init)
+        init.next(plan_workers).next(count_before).next(anything_to_do)
+        definition = defaults.next(read_input).next(check_input)
+        self._build(definition)
 
+    def _input_states(self) -> tuple[sfn.Pass, sfn.Pass, sfn.Fail, sfn.Pass, sfn.Pass]:
+        """Defaults, ReadInput, BadInput, CapWorkers and Init: the execution input over the defaults, capped, as the loop's state."""
+        settings = self._settings
         defaults = sfn.Pass(
             self,
             "Defaults",
@@ -97,29 +140,17 @@ class WorkerStateMachine(Construct):
                 "round": 0,
             },
         )
-        # [0, 1, ..., workers - 1] from the status function: States.ArrayRange
-        # stops at 1,000 items, a Distributed Map runs 10,000 children.
-        plan_workers = _retry_lambda_errors(
-            tasks.LambdaInvoke(
-                self,
-                "PlanWorkers",
-                lambda_function=status,
-                payload=sfn.TaskInput.from_object({"worker_items": sfn.JsonPath.number_at("$.workers")}),
-                payload_response_only=True,
-                retry_on_service_exceptions=False,
-                result_path="$.items",
-            )
+        return defaults, read_input, bad_input, cap_workers, init
+
+    def _count(self, name: str) -> tasks.LambdaInvoke:
+        """Invoke the status function; its counts land in $.status."""
+        invoke = tasks.LambdaInvoke(
+            self, name, lambda_function=self._status, payload_response_only=True, retry_on_service_exceptions=False, result_path="$.status"
         )
+        return _retry_lambda_errors(invoke)
 
-        def count(name: str) -> tasks.LambdaInvoke:
-            """Invoke the status function; its counts land in $.status."""
-            invoke = tasks.LambdaInvoke(
-                self, name, lambda_function=status, payload_response_only=True, retry_on_service_exceptions=False, result_path="$.status"
-            )
-            return _retry_lambda_errors(invoke)
-
-        count_before = count("CountBefore")
-        next_round = sfn.Pass(
+    def _next_round(self) -> sfn.Pass:
+        return sfn.Pass(
             self,
             "NextRound",
             parameters={
@@ -130,6 +161,9 @@ class WorkerStateMachine(Construct):
                 "lastFinished": sfn.JsonPath.number_at("$.status.finished"),
             },
         )
+
+    def _run_workers(self, worker: lambda_.IFunction) -> sfn.DistributedMap:
+        """RunWorkers: the Distributed Map of worker invocations, each child ending in WorkerEnded."""
         work = _retry_lambda_errors(
             tasks.LambdaInvoke(
                 self,
@@ -155,7 +189,7 @@ class WorkerStateMachine(Construct):
         ended = sfn.Pass(self, "WorkerEnded", result=sfn.Result.from_object({}))
         work.add_catch(ended, errors=["States.ALL"], result_path=sfn.JsonPath.DISCARD)
         child = work.next(ended)
-        run_workers = sfn.DistributedMap(
+        return sfn.DistributedMap(
             self,
             "RunWorkers",
             comment="One worker Lambda per item, all at once",
@@ -166,16 +200,12 @@ class WorkerStateMachine(Construct):
             # go stale); the loop below judges the round by what got done. As a
             # count (every item may fail) rather than a percentage of 100: the
             # local cloud's ASL parser takes only a decimal percentage.
-            tolerated_failure_count=settings.max_workers,
+            tolerated_failure_count=self._settings.max_workers,
             result_path=sfn.JsonPath.DISCARD,
         ).item_processor(child)
-        count_after = count("CountAfter")
-        wait_for_locks = sfn.Wait(
-            self,
-            "WaitForLocks",
-            comment="No progress, but live locks are held: wait until the last of them would go stale (status.wait_seconds)",
-            time=sfn.WaitTime.seconds_path("$.status.wait_seconds"),
-        )
+
+    def _summary(self) -> sfn.Pass:
+        """Summary, followed by the Verdict: Drained, TooManyFailedGroups or WorkRemaining."""
         summary = sfn.Pass(
             self,
             "Summary",
@@ -211,11 +241,21 @@ class WorkerStateMachine(Construct):
             .otherwise(sfn.Succeed(self, "Drained"))
         )
         summary.next(verdict)
+        return summary
 
+    def _rounds(
+        self,
+        next_round: sfn.Pass,
+        run_workers: sfn.DistributedMap,
+        count_after: tasks.LambdaInvoke,
+        wait_for_locks: sfn.Wait,
+        summary: sfn.Pass,
+    ) -> None:
+        """The loop: NextRound -> RunWorkers -> CountAfter -> MoreRounds, which goes round again, waits for locks, or sums up."""
         more_rounds = (
             sfn.Choice(self, "MoreRounds")
             .when(sfn.Condition.number_equals("$.status.remaining", 0), summary)
-            .when(sfn.Condition.number_greater_than_equals("$.round", settings.max_rounds), summary)
+            .when(sfn.Condition.number_greater_than_equals("$.round", self._settings.max_rounds), summary)
             # Progress is groups finished (done or failed), not groups remaining:
             # a populate that adds groups mid-round must not look like a stall.
             .when(sfn.Condition.number_greater_than_json_path("$.status.finished", "$.lastFinished"), next_round)
@@ -225,9 +265,9 @@ class WorkerStateMachine(Construct):
             .otherwise(summary)
         )
         next_round.next(run_workers).next(count_after).next(more_rounds)
-        anything_to_do = (
-            sfn.Choice(self, "AnythingToDo").when(sfn.Condition.number_equals("$.status.remaining", 0), summary).otherwise(next_round)
-        )
+
+    def _check_input(self, bad_input: sfn.Fail, cap_workers: sfn.Pass, init: sfn.Pass) -> sfn.Choice:
+        """CheckInput -> NumbersAsText -> WholeNumbers: numbers, in range, whole; too many workers are capped, not refused."""
         # ASL has no integer test, but a whole number prints without a point or
         # an exponent ("3"; 2.5 prints "2.5", 3.0 "3.0", 1e3 "1000.0"), and
         # States.ArrayRange fails on anything else with an intrinsic-function
@@ -249,10 +289,10 @@ class WorkerStateMachine(Construct):
         whole_numbers = (
             sfn.Choice(self, "WholeNumbers")
             .when(sfn.Condition.or_(*fraction), bad_input)
-            .when(sfn.Condition.number_greater_than("$.args.workers", settings.max_workers), cap_workers.next(init))
+            .when(sfn.Condition.number_greater_than("$.args.workers", self._settings.max_workers), cap_workers.next(init))
             .otherwise(init)
         )
-        check_input = (
+        return (
             sfn.Choice(self, "CheckInput")
             .when(
                 sfn.Condition.or_(
@@ -265,9 +305,9 @@ class WorkerStateMachine(Construct):
             )
             .otherwise(as_text.next(whole_numbers))
         )
-        init.next(plan_workers).next(count_before).next(anything_to_do)
-        definition = defaults.next(read_input).next(check_input)
 
+    def _build(self, definition: sfn.IChainable) -> None:
+        """The log group and the state machine of ``definition``."""
         # Under /aws/vendedlogs/: CloudWatch Logs then needs no resource-policy
         # entry per log group, and an account whose policy is near its 5,120
         # characters cannot make CreateStateMachine fail (and the stack roll back).

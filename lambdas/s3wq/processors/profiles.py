@@ -1,0 +1,46 @@
+"""What a built-in processor that needs an extra asks of a deployment: the extra, its pinned file, the worker's size.
+
+One table, read by the CDK construct (s3wq_cdk's settings: the worker's
+memory and group size when the user sets none, and the pinned file its
+container image installs) and by the local cloud (the same file, built for
+this machine). A processor that needs no extra has no entry. Plain data: no
+CDK, nothing that runs on Lambda reads it.
+
+A new built-in with an extra is: its module (``processors/<name>/``), its
+extra in pyproject.toml, its pinned ``requirements-<name>.txt`` at the
+checkout's root with a link to it in s3wq_cdk's ``requirements/`` (shipped
+in the wheel), its name in :data:`s3wq.processors.loading.EXTRA_PROCESSORS`,
+and an entry here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProcessorProfile:
+    """What a built-in processor needs on Lambda: its extra's pinned requirements, and the worker's size when the user sets none."""
+
+    extra: str  # pip install 's3wq[<extra>]'
+    requirements_file: (
+        str  # the extra pinned: at the checkout's root, shipped in s3wq_cdk's requirements/, installed beside requirements.txt
+    )
+    worker_memory_mb: int
+    group_size: int
+
+
+PROCESSOR_PROFILES: dict[str, ProcessorProfile] = {
+    # The ocr extra with s3wq's requirements is 341 MB installed for manylinux
+    # aarch64 (docs/performance.md), over a zip's 250 MB: its worker is always
+    # the container image. Measured (bench/ocr.py): 2.25 core-seconds a
+    # scanned page on one core (2.4 below, for margin), peak RSS ~1.3 GB. 1769 MB is Lambda's one full vCPU (the OCR runs on one
+    # thread, so more memory would buy idle cores) with ~0.5 GB to spare.
+    # A group is documents, not pages: at a 20-page scan, 5 of them are
+    # 5 x 20 x 2.4 = 240 s, about a quarter of the 890 s a 900 s invocation
+    # leaves a run (less its 10 s margin), so a worker finishes several groups
+    # per invocation and a retry repeats little. A 100-page scan alone is the
+    # same 240 s; longer ones are read as far as their share of the run goes, the rest
+    # an input error (processors/ocr/time_shares.py), the group done.
+    "ocr": ProcessorProfile(extra="ocr", requirements_file="requirements-ocr.txt", worker_memory_mb=1769, group_size=5),
+}
