@@ -64,8 +64,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Line coverage of the library and the construct, measured in pytest's processes, xdist's workers combined; not in
+# the processes the tests start (docs/development.md, "Coverage"). Reported, not a gate.
+COVERAGE := --cov=lambdas/s3wq --cov=infra --cov-report=term:skip-covered
+
 test: install lint
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto $(COVERAGE)
 
 # The tests run in .venv/ as usual; only the S3 endpoint is LocalStack's (tests/localstack_s3.py).
 # On the local directory they would repeat `make test`, hence -k.
@@ -74,4 +78,4 @@ test-localstack: $(STAMP) $(LOCALSTACK_STAMP)
 		$(BIN)/python -m pytest $(LOCALSTACK_TESTS) -k "not local"
 
 clean:
-	rm -rf $(VENV) $(LOCALSTACK_VENV) .venv-ocr node_modules cdk.out .pytest_cache .hypothesis .mypy_cache
+	rm -rf $(VENV) $(LOCALSTACK_VENV) .venv-ocr node_modules cdk.out .pytest_cache .hypothesis .mypy_cache .coverage
