@@ -15,10 +15,12 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# The repository root is computed in ocr_venv.py alone: that module is also loaded by its file path
+# (tests/ocr/conftest.py), where bench/ is not on sys.path, so it can import no sibling of its own.
+from ocr_venv import REPO_ROOT
+
 # The workspace prefix inside each benchmark bucket.
 WORKSPACE_PREFIX = "ws"
 

@@ -47,20 +47,15 @@ from pathlib import Path
 import bench_processor
 import olmocr_queue
 from common import WORKSPACE_PREFIX, emit, machine, positive_ints, reset_server, target
+from contention_workers import OLMOCR, QUEUES, S3WQ, UNINDEXED, processes_worker, threads_worker
 from latency_proxy import LatencyProxy
 
-from s3wq import Worker, WorkerSettings, WorkIndex
+from s3wq import WorkIndex
 from s3wq.dev.local_s3 import LocalS3
-from s3wq.host.runners import HostRunner
-from s3wq.host.sandbox import ProcessorHost
-from s3wq.store import S3Backend, counting_requests, layout, make_s3_client, request_counts
+from s3wq.store import S3Backend, layout
 
-S3WQ, UNINDEXED, OLMOCR = "s3wq", "s3wq-unindexed", "olmocr"
-QUEUES = (S3WQ, UNINDEXED, OLMOCR)
 CPU, LATENCY = "cpu", "latency"
 ENDPOINTS = (CPU, LATENCY)
-# Far longer than any run: no lock goes stale, in any queue.
-LEASE_SECONDS = 600.0
 SECONDS_PER_RUN = 4.0  # aimed at, for one worker on the latency endpoint
 MIN_GROUPS_PER_WORKER = 20
 TARGET_REQUESTS_PER_GROUP = 4.0
@@ -70,7 +65,6 @@ TARGET_CPU_UNINDEXED_SPEEDUP = 1.3
 # this share of the processor-only bound (workers x 1000 / work ms groups/s).
 TARGET_PIPELINED_SHARE = 0.85
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-PROCESSOR = "bench_processor:mark"
 
 
 def groups_for(workers: int, work_ms: float, max_groups: int, per_worker: int | None = None) -> int:
@@ -78,90 +72,6 @@ def groups_for(workers: int, work_ms: float, max_groups: int, per_worker: int | 
     # At least MIN_GROUPS_PER_WORKER: with fewer, a run measures its start and its tail, not the queue.
     per_worker = per_worker or max(MIN_GROUPS_PER_WORKER, int(SECONDS_PER_RUN / (work_ms / 1000 + 0.1)))
     return max(2, min(max_groups, workers * per_worker))
-
-
-def client_for(queue_name: str):
-    """Each queue's own S3 client: s3wq's, and for olmocr the default boto3 client its pipeline makes."""
-    if queue_name == OLMOCR:
-        import boto3
-
-        return counting_requests(boto3.client("s3"))
-    return make_s3_client()
-
-
-def make_runner(queue_name: str, bucket: str) -> HostRunner | None:
-    """s3wq's processor runs in a processor host, as under ``s3wq work`` (started before the clock)."""
-    if queue_name == OLMOCR:
-        return None
-    host = ProcessorHost(PROCESSOR, f"s3://{bucket}/{WORKSPACE_PREFIX}")
-    host.start()
-    return HostRunner(host)
-
-
-def drain(queue_name: str, client, bucket: str, index: int, workers: int, runner: HostRunner | None) -> dict:
-    """One worker of ``queue_name`` until the queue is empty; its report."""
-    if queue_name == OLMOCR:
-        # olmocr's pipeline runs its processing in the worker itself.
-        return olmocr_queue.run_worker(client, f"s3://{bucket}/{WORKSPACE_PREFIX}", bench_processor.mark)
-    backend = S3Backend(s3_client=client, bucket=bucket, prefix=WORKSPACE_PREFIX)
-    position = index / workers if queue_name == S3WQ else None
-    try:
-        worker = Worker(backend, None, WorkerSettings(time_limit=LEASE_SECONDS), runner=runner, worker_id=f"w{index}", position=position)
-        return worker.run().to_dict()
-    finally:
-        runner.host.close()
-
-
-def _processes_worker(queue_name: str, endpoint: str, bucket: str, index: int, workers: int, start, results) -> None:
-    try:
-        os.environ["AWS_ENDPOINT_URL"] = endpoint
-        if queue_name == OLMOCR:
-            olmocr_queue.work_queue_module()  # imported before the clock starts, as s3wq's modules are
-        client = client_for(queue_name)  # after the fork: every worker has its own connections
-        runner = make_runner(queue_name, bucket)
-        start.wait()
-        cpu = time.process_time()
-        report = drain(queue_name, client, bucket, index, workers, runner)
-        results.put(
-            {**report, "finished_at": time.monotonic(), "cpu_seconds": time.process_time() - cpu, "s3_requests": request_counts(client)}
-        )
-    except BaseException as exc:  # reported to the parent, which fails the run
-        start.abort()
-        results.put({"error": f"worker {index}: {type(exc).__name__}: {exc}"})
-        raise
-
-
-def _threads_worker(queue_name: str, endpoint: str, bucket: str, workers: int, start, results) -> None:
-    """All of a run's workers as threads of this one process (for W in the hundreds)."""
-    try:
-        os.environ["AWS_ENDPOINT_URL"] = endpoint
-        if queue_name == OLMOCR:
-            olmocr_queue.work_queue_module()
-        clients = [client_for(queue_name) for _ in range(workers)]
-        runners = [make_runner(queue_name, bucket) for _ in range(workers)]
-        reports: list[dict] = [{} for _ in range(workers)]
-
-        def one(i: int) -> None:
-            try:
-                reports[i] = {**drain(queue_name, clients[i], bucket, i, workers, runners[i]), "finished_at": time.monotonic()}
-            except BaseException as exc:  # noqa: BLE001 -- reported with the others
-                reports[i] = {"error": f"worker {i}: {type(exc).__name__}: {exc}"}
-
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(workers)]
-        start.wait()
-        cpu = time.process_time()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        spent = time.process_time() - cpu
-        for i, report in enumerate(reports):
-            # The process's CPU, shared out evenly: threads have no CPU clock of their own worth summing.
-            results.put({**report, "cpu_seconds": spent / workers, "s3_requests": request_counts(clients[i])})
-    except BaseException as exc:
-        start.abort()
-        results.put({"error": f"{type(exc).__name__}: {exc}"})
-        raise
 
 
 def server_cpu_seconds(server: LocalS3) -> float:
@@ -187,46 +97,58 @@ def run_queue(
     server: LocalS3, endpoint: str, queue_name: str, workers: int, groups: int, work_ms: float, *, threads: bool, timeout: float
 ) -> dict:
     bucket = prepare(server, queue_name, groups)
-    ctx = mp.get_context("fork")  # start-up is not measured; fork only makes the benchmark quicker
     with tempfile.TemporaryDirectory(prefix="s3wq-bench-") as markers:
         os.environ.update({bench_processor.MARK_DIR_ENV: markers, bench_processor.WORK_MS_ENV: str(work_ms)})
-        results = ctx.Queue()
-        if threads:
-            start = ctx.Barrier(2)
-            procs = [ctx.Process(target=_threads_worker, args=(queue_name, endpoint, bucket, workers, start, results))]
-        else:
-            start = ctx.Barrier(workers + 1)
-            procs = [
-                ctx.Process(target=_processes_worker, args=(queue_name, endpoint, bucket, i, workers, start, results))
-                for i in range(workers)
-            ]
-        for p in procs:
-            p.start()
-        deadline = time.monotonic() + timeout
-        try:
-            try:
-                start.wait(timeout=timeout)
-            except threading.BrokenBarrierError:
-                raise SystemExit(f"{queue_name} run failed: {results.get(timeout=10).get('error', 'a worker did not start')}") from None
-            began, server_cpu = time.monotonic(), server_cpu_seconds(server)
-            try:
-                reports = [results.get(timeout=max(0.0, deadline - time.monotonic())) for _ in range(workers)]
-            except queue.Empty:
-                raise SystemExit(
-                    f"{queue_name} run with {workers} workers and {groups} groups took over {timeout:g} s (--timeout)"
-                ) from None
-            server_cpu = server_cpu_seconds(server) - server_cpu
-            for p in procs:
-                p.join(timeout=max(1.0, deadline - time.monotonic()))
-        finally:
-            for p in procs:
-                if p.is_alive():
-                    p.kill()
-        errors = [r["error"] for r in reports if "error" in r]
-        if errors:
-            raise SystemExit(f"{queue_name} run failed: {errors[0]}")
+        reports, began, server_cpu = drain_by_workers(
+            server, endpoint, queue_name, bucket, workers, groups, threads=threads, timeout=timeout
+        )
         runs = Counter(name.split(".")[0] for name in os.listdir(markers))
     done = sum(1 for _ in S3Backend(s3_client=server.client(), bucket=bucket, prefix=WORKSPACE_PREFIX).list_keys(layout.DONE_PREFIX))
+    return summary(groups, reports, began, server_cpu, runs, done)
+
+
+def drain_by_workers(
+    server: LocalS3, endpoint: str, queue_name: str, bucket: str, workers: int, groups: int, *, threads: bool, timeout: float
+) -> tuple[list[dict], float, float]:
+    """The workers' reports, when they started (after the barrier) and the S3 server's CPU seconds while they ran."""
+    ctx = mp.get_context("fork")  # start-up is not measured; fork only makes the benchmark quicker
+    results = ctx.Queue()
+    if threads:
+        start = ctx.Barrier(2)
+        procs = [ctx.Process(target=threads_worker, args=(queue_name, endpoint, bucket, workers, start, results))]
+    else:
+        start = ctx.Barrier(workers + 1)
+        procs = [
+            ctx.Process(target=processes_worker, args=(queue_name, endpoint, bucket, i, workers, start, results)) for i in range(workers)
+        ]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + timeout
+    try:
+        try:
+            start.wait(timeout=timeout)
+        except threading.BrokenBarrierError:
+            raise SystemExit(f"{queue_name} run failed: {results.get(timeout=10).get('error', 'a worker did not start')}") from None
+        began, server_cpu = time.monotonic(), server_cpu_seconds(server)
+        try:
+            reports = [results.get(timeout=max(0.0, deadline - time.monotonic())) for _ in range(workers)]
+        except queue.Empty:
+            raise SystemExit(f"{queue_name} run with {workers} workers and {groups} groups took over {timeout:g} s (--timeout)") from None
+        server_cpu = server_cpu_seconds(server) - server_cpu
+        for p in procs:
+            p.join(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+    errors = [r["error"] for r in reports if "error" in r]
+    if errors:
+        raise SystemExit(f"{queue_name} run failed: {errors[0]}")
+    return reports, began, server_cpu
+
+
+def summary(groups: int, reports: list[dict], began: float, server_cpu: float, runs: Counter, done: int) -> dict:
+    """One run's figures: its speed and requests per group, and how many groups were processed, done, and run twice."""
     wall = max(r["finished_at"] for r in reports) - began
     requests: Counter = Counter()
     for r in reports:
@@ -279,35 +201,10 @@ def run(
                 for workers in workers_list:
                     for work_ms in work_list:
                         groups = groups_for(workers, work_ms, max_groups, per_worker)
-                        row: dict = {"endpoint": endpoint_name, "workers": workers, "work_ms": work_ms, "groups": groups}
                         flip = not flip
-                        for name in queues if flip else list(reversed(queues)):
-                            if name == UNINDEXED and workers == 1:
-                                continue  # one worker starts at the top either way
-                            row[name] = run_queue(
-                                server, url, name, workers, groups, work_ms, threads=workers >= threads_from, timeout=timeout
-                            )
-                            r = row[name]
-                            print(
-                                f"{endpoint_name} W={workers} work={work_ms:g} ms G={groups} {name}: {r['groups_per_second']} groups/s, "
-                                f"{r['requests_per_group']} requests/group, {r['duplicate_processing']} duplicates",
-                                file=sys.stderr,
-                            )
-                        if workers == 1:
-                            # Again at half the size: the difference is the per-group cost alone, without start-up.
-                            for name in [q for q in queues if q in row]:
-                                half = run_queue(server, url, name, 1, max(1, groups // 2), work_ms, threads=False, timeout=timeout)
-                                full_total = row[name]["requests_total"]
-                                marginal = (full_total - half["requests_total"]) / (groups - half["groups"])
-                                row[name]["marginal_requests_per_group"] = round(marginal, 3)
-                                row[name]["start_up_requests"] = round(full_total - marginal * groups, 1)
-                        if OLMOCR in row:
-                            row["ratio"] = {
-                                q: round(row[q]["groups_per_second"] / row[OLMOCR]["groups_per_second"], 2)
-                                for q in (S3WQ, UNINDEXED)
-                                if q in row
-                            }
-                        rows.append(row)
+                        order = queues if flip else list(reversed(queues))
+                        threads = workers >= threads_from
+                        rows.append(measure_row(server, url, endpoint_name, workers, work_ms, queues, order, groups, threads, timeout))
         finally:
             if proxy is not None:
                 proxy.__exit__(None, None, None)
@@ -324,6 +221,43 @@ def run(
         "runs": rows,
         "targets": targets(rows),
     }
+
+
+def measure_row(
+    server: LocalS3,
+    url: str,
+    endpoint_name: str,
+    workers: int,
+    work_ms: float,
+    queues: list[str],
+    order: list[str],
+    groups: int,
+    threads: bool,
+    timeout: float,
+) -> dict:
+    """One endpoint, worker count and processing time: each queue in ``order`` (it alternates); at one worker, each again at half the size."""
+    row: dict = {"endpoint": endpoint_name, "workers": workers, "work_ms": work_ms, "groups": groups}
+    for name in order:
+        if name == UNINDEXED and workers == 1:
+            continue  # one worker starts at the top either way
+        row[name] = run_queue(server, url, name, workers, groups, work_ms, threads=threads, timeout=timeout)
+        r = row[name]
+        print(
+            f"{endpoint_name} W={workers} work={work_ms:g} ms G={groups} {name}: {r['groups_per_second']} groups/s, "
+            f"{r['requests_per_group']} requests/group, {r['duplicate_processing']} duplicates",
+            file=sys.stderr,
+        )
+    if workers == 1:
+        # Again at half the size: the difference is the per-group cost alone, without start-up.
+        for name in [q for q in queues if q in row]:
+            half = run_queue(server, url, name, 1, max(1, groups // 2), work_ms, threads=False, timeout=timeout)
+            full_total = row[name]["requests_total"]
+            marginal = (full_total - half["requests_total"]) / (groups - half["groups"])
+            row[name]["marginal_requests_per_group"] = round(marginal, 3)
+            row[name]["start_up_requests"] = round(full_total - marginal * groups, 1)
+    if OLMOCR in row:
+        row["ratio"] = {q: round(row[q]["groups_per_second"] / row[OLMOCR]["groups_per_second"], 2) for q in (S3WQ, UNINDEXED) if q in row}
+    return row
 
 
 def _find(rows: list[dict], endpoint: str, workers: int, work_ms: float) -> dict | None:

@@ -91,7 +91,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import REPO_ROOT, emit, machine, peak_rss_mb, positive_ints, target
+from common import REPO_ROOT, emit, machine, peak_rss_mb, positive_ints
+from ocr_cost import COST_MODEL, build_targets, by_render_dpi
+from ocr_pages import CONDITIONS, FONT_DIR, FONTS, LINES_PER_BLOCK, POINT_SIZES, degrade, draw_page, page_lines
+from ocr_scoring import folded, levenshtein, reading_order
 
 INSTALL = "make ocr-venv, then .venv-ocr/bin/python bench/ocr.py"
 np = onnxruntime = pypdf = Image = ImageDraw = ImageFilter = ImageFont = RapidOCR = Decoder = None  # see load_engine_modules
@@ -116,154 +119,7 @@ def load_engine_modules() -> None:
 sys.path.insert(0, str(REPO_ROOT / "lambdas"))
 from s3wq.dev.samples import image_pdf, make_pdf  # noqa: E402  (lambdas/ is on the path only from here)
 
-FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
-FONTS = ("DejaVuSans.ttf", "DejaVuSerif.ttf")
-POINT_SIZES = (10, 12, 14)
-LINES_PER_BLOCK = 8
-PAGE_INCHES = (8.5, 11.0)
-MARGIN_INCHES = 1.0
-CONDITIONS = ("clean", "rotated", "blur", "noise", "jpeg", "png")
-DEGRADED = ("rotated", "blur", "noise", "jpeg")
 TEXT_LINES_PER_PAGE = 40
-
-# Lambda arm64, us-east-1, as assumed on this date.
-PRICE_DATE = "2026-12-01"
-PRICE_GB_SECOND = 0.0000133334
-PRICE_PER_MILLION_REQUESTS = 0.20
-ANCHORS = [
-    {"name": "olmocr (7B VLM on GPUs)", "usd_per_million_pages": 176.0, "source": "olmOCR paper, arXiv 2502.18443"},
-    {"name": "GPT-4o", "usd_per_million_pages": 6240.0, "more_than": True, "source": "olmOCR paper, arXiv 2502.18443"},
-    {"name": "dots.ocr on Modal GPUs", "usd_per_million_pages": 2270.0, "source": "$2.27 per 1,000 pages, measured by a third party"},
-    {
-        "name": "Amazon Textract DetectDocumentText",
-        "usd_per_million_pages": 1500.0,
-        "source": "AWS's Textract pricing page: $1.50 per 1,000 pages for a month's first million, $0.60 beyond (us-east-1); "
-        "as last read there, not re-checked from this machine, which reaches no web page",
-    },
-]
-
-TARGET_CER_CLEAN = 0.02
-TARGET_CER_DEGRADED = 0.05
-TARGET_TEXT_PAGES_PER_S = 50.0
-TARGET_CORE_S_PER_PAGE = 3.0
-TARGET_USD_PER_MILLION = 60.0
-
-# Everyday English of reports and letters: what a scanned document holds.
-WORDS = """
-the of and to in is that for it as was with be by on not he this are or his from at which but have an they you were her
-she there been one all we their has would when if so no will can more about said out up them some could into than other
-time only new year people may first any work over such very after also most made many must before where through back
-years well much should because each those between under never same another while last might great since against right
-three during without again place around however small found part general case company number report council market
-service system public account letter order office board member policy water house money market price payment invoice
-contract record budget insurance hospital school student teacher manager customer supplier quarter monthly annual
-department committee meeting minutes review approval schedule delivery shipment warehouse inventory balance statement
-interest capital property agreement section page figure table chapter volume issue article evidence result analysis
-""".split()
-
-
-# --- pages with known text ---------------------------------------------------
-
-
-def page_lines(rng: random.Random, count: int, max_words: int) -> list[str]:
-    """``count`` lines of sentences, each line at most ``max_words`` words (the drawer fits them to the width)."""
-    lines = []
-    capital = True
-    for _ in range(count):
-        words = []
-        for _ in range(rng.randint(max_words - 3, max_words)):
-            word = str(rng.choice([rng.randint(2, 99), rng.randint(1000, 9999), f"{rng.randint(1, 99)},{rng.randint(100, 999)}"]))
-            if rng.random() >= 0.06:
-                word = rng.choice(WORDS)
-            if capital:
-                word = word.capitalize()
-            capital = False
-            roll = rng.random()
-            if roll < 0.08:
-                word += "."
-                capital = True
-            elif roll < 0.14:
-                word += ","
-            words.append(word)
-        lines.append(" ".join(words))
-    return lines
-
-
-def draw_page(seed: int, dpi: int) -> tuple[Image.Image, list[str]]:
-    """A clean grey page at ``dpi`` and its lines, the same words at every dpi for one seed."""
-    rng = random.Random(seed)
-    font_path = FONT_DIR / FONTS[seed % len(FONTS)]
-    width, height = (round(side * dpi) for side in PAGE_INCHES)
-    margin = round(MARGIN_INCHES * dpi)
-    image = Image.new("L", (width, height), 255)
-    draw = ImageDraw.Draw(image)
-    text_width = width - 2 * margin
-    y = margin
-    lines: list[str] = []
-    for points in POINT_SIZES:
-        font = ImageFont.truetype(str(font_path), round(points * dpi / 72))
-        leading = round(points * 1.35 * dpi / 72)
-        for line in page_lines(rng, LINES_PER_BLOCK, 14 - points // 2):
-            while draw.textlength(line, font=font) > text_width:
-                line = line.rsplit(" ", 1)[0]
-            draw.text((margin, y), line, font=font, fill=0)
-            lines.append(line)
-            y += leading
-        y += leading  # a blank line between blocks
-    return image, lines
-
-
-def degrade(image: Image.Image, condition: str, dpi: int, rng: random.Random) -> Image.Image:
-    if condition == "rotated":
-        return image.rotate(rng.uniform(-2.0, 2.0), resample=Image.Resampling.BICUBIC, fillcolor=255)
-    if condition == "blur":
-        return image.filter(ImageFilter.GaussianBlur(radius=dpi / 200))
-    if condition == "noise":
-        noisy = np.asarray(image, dtype=np.float32) + np.random.default_rng(rng.randint(0, 2**31)).normal(
-            0, 24, (image.height, image.width)
-        )
-        return Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8))
-    if condition == "jpeg":
-        buffer = io.BytesIO()
-        image.save(buffer, "JPEG", quality=20)
-        return Image.open(io.BytesIO(buffer.getvalue())).convert("L")
-    return image
-
-
-# --- scoring -----------------------------------------------------------------
-
-
-def levenshtein(a: Any, b: Any) -> int:
-    """Edit distance between two sequences (characters of a string, or words of a list)."""
-    if len(a) < len(b):
-        a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, item in enumerate(a, start=1):
-        current = [i]
-        for j, other in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (item != other)))
-        previous = current
-    return previous[-1]
-
-
-def reading_order(boxes: Any, texts: Any) -> list[str]:
-    """OCR boxes as printed lines: grouped top to bottom by centre, then each line left to right."""
-    if boxes is None or texts is None:
-        return []
-    items = sorted(
-        ((float(np.mean(box[:, 1])), float(np.min(box[:, 0])), float(np.ptp(box[:, 1])), text) for box, text in zip(boxes, texts)),
-    )
-    lines: list[list[tuple[float, float, float, str]]] = []
-    for item in items:
-        if lines and abs(item[0] - statistics.fmean(i[0] for i in lines[-1])) < item[2] / 2:
-            lines[-1].append(item)
-        else:
-            lines.append([item])
-    return [" ".join(i[3] for i in sorted(line, key=lambda i: i[1])) for line in lines]
-
-
-def folded(lines: list[str]) -> str:
-    return " ".join(" ".join(lines).split())
 
 
 # --- measurements ------------------------------------------------------------
@@ -404,12 +260,6 @@ def ocr_cell(engine: RapidOCR, condition: str, scan_dpi: int, render_dpi: int, p
     }
 
 
-def lambda_cost(s_per_page: float, memory_mb: int) -> dict:
-    compute = 1_000_000 * s_per_page * memory_mb / 1024 * PRICE_GB_SECOND
-    requests = PRICE_PER_MILLION_REQUESTS  # one request per page
-    return {"memory_mb": memory_mb, "usd_compute": round(compute, 2), "usd_requests": requests, "usd": round(compute + requests, 2)}
-
-
 def engine_description(overrides: dict[str, Any], load_s: float) -> dict:
     models = Path(importlib.import_module("rapidocr").__file__).parent / "models"
     return {
@@ -425,50 +275,26 @@ def engine_description(overrides: dict[str, Any], load_s: float) -> dict:
     }
 
 
-def by_render_dpi(cells: list[dict], memories: list[int]) -> dict:
-    """Speed and cost of the PDF scans at each render dpi, all conditions together."""
-    by_render: dict[str, dict] = {}
-    for dpi in sorted({c["render_dpi"] for c in cells}):
-        here = [c for c in cells if c["render_dpi"] == dpi and c["condition"] != "png"]
-        if not here:
-            continue
-        pages = sum(c["pages"] for c in here)
-        s = sum(c["s_per_page"] * c["pages"] for c in here) / pages
-        core_s = sum(c["cpu_s_per_page"] * c["pages"] for c in here) / pages
-        by_render[str(dpi)] = {
-            "pages": pages,
-            "s_per_page": round(s, 3),
-            "cpu_s_per_page": round(core_s, 3),
-            "pages_per_s_per_core": round(1 / core_s, 3),
-            "mean_cer": round(statistics.fmean(c["cer"] for c in here), 4),
-            "cost_per_million_pages": [lambda_cost(core_s, m) for m in memories],
-        }
-    return by_render
+def measure_scans(
+    engine: RapidOCR, scan_dpis: list[int], render_dpis: list[int] | None, conditions: list[str], pages: int, seed: int
+) -> list[dict]:
+    """One cell for each scan dpi, condition and render dpi (a PNG is fed as it is, at its scan dpi)."""
+    cells = []
+    for scan_dpi in scan_dpis:
+        for condition in conditions:
+            renders = [scan_dpi] if condition == "png" else (render_dpis or [scan_dpi])
+            for render_dpi in renders:
+                cell = ocr_cell(engine, condition, scan_dpi, render_dpi, pages, seed)
+                cells.append(cell)
+                print(
+                    f"{condition:>8} scan {scan_dpi} render {cell['render_dpi']}: CER {cell['cer']:.2%} WER {cell['wer']:.2%} "
+                    f"{cell['s_per_page']:.2f} s/page",
+                    file=sys.stderr,
+                )
+    return cells
 
 
-def build_targets(cells: list[dict], text_layer: dict, by_render: dict, headline_dpi: int, memories: list[int]) -> list[dict]:
-    def cer(condition: str, dpi: int) -> float | None:
-        """The worst CER of ``condition`` among pages rendered at ``dpi``, whatever dpi they were scanned at."""
-        found = [c["cer"] for c in cells if c["condition"] == condition and c["render_dpi"] == dpi]
-        return max(found, default=None)
-
-    degraded_here = [cer(c, headline_dpi) for c in DEGRADED if cer(c, headline_dpi) is not None]
-    degraded_all = [c["cer"] for c in cells if c["condition"] in DEGRADED]
-    headline = by_render.get(str(headline_dpi), {})
-    s = headline.get("cpu_s_per_page")
-    cheapest = min((c["usd"] for c in headline.get("cost_per_million_pages", [])), default=None)
-    return [
-        target(f"CER clean, rendered at {headline_dpi} dpi", cer("clean", headline_dpi), TARGET_CER_CLEAN),
-        target(f"CER worst degraded condition, rendered at {headline_dpi} dpi", max(degraded_here, default=None), TARGET_CER_DEGRADED),
-        target("CER worst degraded condition, any dpi", max(degraded_all, default=None), TARGET_CER_DEGRADED),
-        target("text-layer pages exact (fraction)", text_layer["exact_pages"] / text_layer["pages"], 1.0, at_most=False),
-        target("text-layer pages/s", text_layer["pages_per_s"], TARGET_TEXT_PAGES_PER_S, at_most=False),
-        target(f"s of one core per scanned page, {headline_dpi} dpi", s, TARGET_CORE_S_PER_PAGE, unit=" s"),
-        target(f"USD per million scanned pages, Lambda arm64 {min(memories)} MB, {headline_dpi} dpi", cheapest, TARGET_USD_PER_MILLION),
-    ]
-
-
-def main() -> None:
+def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=2, help="pages per condition and dpi (default 2)")
     parser.add_argument("--dpi", type=positive_ints, default=[150, 200, 300], help="scan dpi, comma-separated (default 150,200,300)")
@@ -494,6 +320,11 @@ def main() -> None:
         "(e.g. Det.limit_side_len=1600; Det.limit_type=min Det.limit_side_len=736 for RapidOCR's own)",
     )
     parser.add_argument("--seed", type=int, default=21)
+    return parser
+
+
+def main() -> None:
+    parser = argument_parser()
     args = parser.parse_args()
     load_engine_modules()
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
@@ -513,18 +344,7 @@ def main() -> None:
     load_s = time.perf_counter() - started
     rss["after_engine_load"] = peak_rss_mb()
 
-    cells = []
-    for scan_dpi in args.dpi:
-        for condition in conditions:
-            renders = [scan_dpi] if condition == "png" else (args.render_dpi or [scan_dpi])
-            for render_dpi in renders:
-                cell = ocr_cell(engine, condition, scan_dpi, render_dpi, args.pages, args.seed)
-                cells.append(cell)
-                print(
-                    f"{condition:>8} scan {scan_dpi} render {cell['render_dpi']}: CER {cell['cer']:.2%} WER {cell['wer']:.2%} "
-                    f"{cell['s_per_page']:.2f} s/page",
-                    file=sys.stderr,
-                )
+    cells = measure_scans(engine, args.dpi, args.render_dpi, conditions, args.pages, args.seed)
     rss["peak"] = peak_rss_mb()
     decoder = decoder_start()
 
@@ -548,23 +368,7 @@ def main() -> None:
         "scans": cells,
         "by_render_dpi": by_render,
         "peak_rss_mb": rss,
-        "cost_model": {
-            "prices": {
-                "date_assumed": PRICE_DATE,
-                "region": "us-east-1",
-                "architecture": "arm64",
-                "usd_per_gb_second": PRICE_GB_SECOND,
-                "usd_per_million_requests": PRICE_PER_MILLION_REQUESTS,
-            },
-            "assumptions": [
-                "ASSUMED, not measured: one Lambda arm64 vCPU-second does the work of one core-second of this machine",
-                "billed duration per page = the CPU seconds per page of the one-thread run (render + OCR), i.e. core-seconds; "
-                "wall seconds are printed beside them and exceed them when this machine is shared",
-                "one request per page (worst case); model load is paid once per cold start, not per page",
-                "one thread uses one vCPU at any memory size, so more memory costs more per page",
-            ],
-            "anchors": ANCHORS,
-        },
+        "cost_model": COST_MODEL,
         "targets": build_targets(cells, text_layer, by_render, args.headline_dpi, args.memory_mb),
     }
     table = [

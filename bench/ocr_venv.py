@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+# The one place bench/ computes the repository root: common.py takes it from here, as this module imports no sibling.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OCR_VENV = REPO_ROOT / ".venv-ocr"
 REQUIREMENTS = (REPO_ROOT / "requirements.txt", REPO_ROOT / "requirements-ocr.txt")

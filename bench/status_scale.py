@@ -39,10 +39,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing as mp
 import os
-import random
 import sys
 import tempfile
 import time
@@ -51,85 +49,20 @@ from pathlib import Path
 from common import WORKSPACE_PREFIX, emit, machine, peak_rss_mb, target
 from latency_proxy import LatencyProxy
 from prefilled_s3 import PrefilledS3
+from status_model import model_failures, model_previous_status, model_status
+from status_workspace import DONE_FRACTION, FAILED_FRACTION, input_paths, workspace_objects
 
 from s3wq import WorkIndex
-from s3wq.index import SEGMENT_TARGET_GROUPS, make_groups
 from s3wq.ops.status import partition_digits
-from s3wq.protocol.bodies import FAILED, HELD, RELEASED, LockBody
 from s3wq.store import MAX_PARALLEL_REQUESTS, S3Backend, layout
 from s3wq.store.base import LIST_PAGE_KEYS
 
 BUCKET = "bench-status"
-DONE_FRACTION, FAILED_FRACTION, LOCKS_PER_THOUSAND = 0.60, 0.01, 1.0
-LEASE_SECONDS = 900.0
 TARGET_SECONDS_AT_1M = 5.0
 EXTRAPOLATE_TO = (1_000_000, 10_000_000)
 CHILD_TIMEOUT_SECONDS = 600.0
 SAMPLES = 30  # requests of each kind timed one at a time
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-# The kinds of the N/1000 extra locks, in turn: two held, one released, one marked failed (its flag deleted), one olmocr's.
-LOCK_KINDS = ("held", "held", "released", "failed-lock-only", "olmocr")
-FOREIGN_KEYS = (
-    "done_flags/done_not-a-hash.flag",
-    "done_flags/notes.txt",
-    "worker_locks/worker_" + "A" * 40 + ".lock",
-    "failed_flags/x.json",
-)
-
-
-def input_paths(count: int) -> list[str]:
-    return [f"s3://bench-inputs/pdfs/batch-{n // 1000:05d}/doc-{n:08d}.pdf" for n in range(count)]
-
-
-def workspace_objects(paths: list[str], seed: int) -> tuple[dict[str, str], dict]:
-    """Every flag and lock of the workspace (key -> body), and the counts ``status`` and ``failures`` must find."""
-    groups = make_groups(paths, 1)
-    order = list(groups)
-    random.Random(seed).shuffle(order)
-    n_done = round(len(groups) * DONE_FRACTION)
-    n_failed = round(len(groups) * FAILED_FRACTION)
-    n_locks = max(1, round(len(groups) * LOCKS_PER_THOUSAND / 1000))
-    done, failed, locked = order[:n_done], order[n_done : n_done + n_failed], order[n_done + n_failed : n_done + n_failed + n_locks]
-    objects: dict[str, str] = {}
-    for group in done:
-        objects[layout.done_key(group.hash)] = json.dumps({"worker_id": "w1", "attempt": 1, "owner": f"w1:{group.hash[:8]}"})
-    for group in failed:
-        doc = {
-            "hash": group.hash,
-            "paths": list(group.paths),
-            "attempts": 3,
-            "kind": "error",
-            "error": "RuntimeError: bad scan",
-            "worker_id": "w2",
-        }
-        objects[layout.failed_key(group.hash)] = json.dumps(doc)
-        objects[layout.lock_key(group.hash)] = lock_body(group.hash, FAILED)
-    kinds = dict.fromkeys(LOCK_KINDS, 0)
-    for n, group in enumerate(locked):
-        kind = LOCK_KINDS[n % len(LOCK_KINDS)]
-        kinds[kind] += 1
-        state = {"held": HELD, "released": RELEASED, "failed-lock-only": FAILED}.get(kind)
-        objects[layout.lock_key(group.hash)] = "" if kind == "olmocr" else lock_body(group.hash, state)
-    objects.update(dict.fromkeys(FOREIGN_KEYS, "{}"))
-    failed_total = n_failed + kinds["failed-lock-only"]
-    live = kinds["held"] + kinds["olmocr"]
-    expected = {
-        "groups": len(groups),
-        "paths": len(paths),
-        "done": n_done,
-        "failed": failed_total,
-        "locked": live,
-        "pending": len(groups) - n_done - failed_total - live,
-        "released": kinds["released"],
-        "failures_listed": n_failed,
-        "lock_keys": n_failed + n_locks,
-        "unflagged_locks": n_locks,
-    }
-    return objects, expected
-
-
-def lock_body(hash_: str, state: str) -> str:
-    return LockBody(owner=f"w3:{hash_[:8]}", worker_id="w3", attempt=3, lease_seconds=LEASE_SECONDS, state=state).encode().decode("utf-8")
 
 
 # --- measuring ------------------------------------------------------------------------------------------
@@ -226,58 +159,6 @@ def request_costs(backend: S3Backend, lock_keys: list[str]) -> dict:
     }
 
 
-# --- the model -----------------------------------------------------------------------------------------
-
-
-def pages(keys: float) -> int:
-    return max(1, math.ceil(keys / LIST_PAGE_KEYS))
-
-
-def bounded(groups: int, lists: int, chain_pages: int, keys: float, gets: int, costs: dict, **extra) -> dict:
-    bounds = {
-        "latency": (lists * costs["list_page_seconds"] + gets * costs["get_seconds"]) / MAX_PARALLEL_REQUESTS,
-        "chain": chain_pages * costs["list_page_seconds"] + costs["get_seconds"],
-        "cpu": lists * costs["cpu_per_list"] + keys * costs["cpu_per_key_listed"] + gets * costs["cpu_per_get"],
-    }
-    return {
-        "groups": groups,
-        **extra,
-        "list_requests": lists,
-        "get_requests": gets,
-        "seconds": round(max(bounds.values()), 2),
-        "bound_by": max(bounds, key=bounds.get),
-        "bounds_seconds": {k: round(v, 2) for k, v in bounds.items()},
-    }
-
-
-def model_status(groups: int, costs: dict) -> dict:
-    partitions = 16 ** partition_digits(groups)
-    done, failed, extra_locks = groups * DONE_FRACTION, groups * FAILED_FRACTION, groups * LOCKS_PER_THOUSAND / 1000
-    per_partition = pages(done / partitions) + pages(failed / partitions) + pages((failed + extra_locks) / partitions)
-    # GETs: the catalog (before the flags and again after them), the look for olmocr's index, every lock with neither flag.
-    gets = 3 + round(extra_locks)
-    return bounded(groups, partitions * per_partition, per_partition, done + 2 * failed + extra_locks, gets, costs, partitions=partitions)
-
-
-def model_failures(groups: int, costs: dict) -> dict:
-    partitions = 16 ** partition_digits(groups)
-    failed = groups * FAILED_FRACTION
-    return bounded(
-        groups, partitions * pages(failed / partitions), pages(failed / partitions), failed, 1 + round(failed), costs, partitions=partitions
-    )
-
-
-def model_previous_status(groups: int, costs: dict) -> dict:
-    """The design before: the catalog and every segment read, every flag listed, one request after another; then the locks 16 at a time."""
-    failed, extra_locks = groups * FAILED_FRACTION, groups * LOCKS_PER_THOUSAND / 1000
-    segments = math.ceil(groups / SEGMENT_TARGET_GROUPS)
-    lists = pages(groups * DONE_FRACTION) + pages(failed) + pages(failed + extra_locks)
-    sequential = (
-        (1 + segments) * costs["get_seconds"] + lists * costs["list_page_seconds"] + math.ceil(extra_locks / 16) * costs["get_seconds"]
-    )
-    return {"groups": groups, "list_requests": lists, "get_requests": 1 + segments + round(extra_locks), "seconds": round(sequential, 2)}
-
-
 # --- the run -------------------------------------------------------------------------------------------
 
 
@@ -324,12 +205,7 @@ def run(groups: int, seed: int) -> dict:
                 status_run = measure(proxy.endpoint, "status", server.process.pid, proxy.process.pid)
                 failures_run = measure(proxy.endpoint, "failures", server.process.pid, proxy.process.pid)
     check(expected, status_run, failures_run)
-    extrapolated = [
-        {"status": model_status(g, costs), "failures": model_failures(g, costs), "previous_status": model_previous_status(g, costs)}
-        for g in EXTRAPOLATE_TO
-    ]
-    at_1m = next(e["status"] for e in extrapolated if e["status"]["groups"] == 1_000_000)
-    waiting_at_1m = max(at_1m["bounds_seconds"]["latency"], at_1m["bounds_seconds"]["chain"])
+    extrapolated = extrapolate(costs)
     return {
         "benchmark": "status_scale",
         **machine(),
@@ -354,18 +230,29 @@ def run(groups: int, seed: int) -> dict:
             "at_measured_size": {"status": model_status(groups, costs), "failures": model_failures(groups, costs)},
             "extrapolated": extrapolated,
         },
-        "targets": [
-            target(
-                "status at 1,000,000 groups, latency endpoint, waiting on S3 (modelled)", waiting_at_1m, TARGET_SECONDS_AT_1M, unit=" s"
-            ),
-            target(
-                "status at 1,000,000 groups, latency endpoint, with this machine's client CPU (modelled)",
-                at_1m["seconds"],
-                TARGET_SECONDS_AT_1M,
-                unit=" s",
-            ),
-        ],
+        "targets": targets(extrapolated),
     }
+
+
+def extrapolate(costs: dict) -> list[dict]:
+    return [
+        {"status": model_status(g, costs), "failures": model_failures(g, costs), "previous_status": model_previous_status(g, costs)}
+        for g in EXTRAPOLATE_TO
+    ]
+
+
+def targets(extrapolated: list[dict]) -> list[dict]:
+    at_1m = next(e["status"] for e in extrapolated if e["status"]["groups"] == 1_000_000)
+    waiting_at_1m = max(at_1m["bounds_seconds"]["latency"], at_1m["bounds_seconds"]["chain"])
+    return [
+        target("status at 1,000,000 groups, latency endpoint, waiting on S3 (modelled)", waiting_at_1m, TARGET_SECONDS_AT_1M, unit=" s"),
+        target(
+            "status at 1,000,000 groups, latency endpoint, with this machine's client CPU (modelled)",
+            at_1m["seconds"],
+            TARGET_SECONDS_AT_1M,
+            unit=" s",
+        ),
+    ]
 
 
 def table(result: dict) -> list[list]:

@@ -149,7 +149,7 @@ def make_s3_client() -> Any:
 
 def counting_requests(client: Any) -> Any:
     """``client``, counting the HTTP requests it sends by operation (see :func:`request_counts`)."""
-    counts: Counter = Counter()
+    counts: Counter[str] = Counter()
 
     def count(event_name: str, **_: Any) -> None:
         counts[event_name.rsplit(".", 1)[-1]] += 1

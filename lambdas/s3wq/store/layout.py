@@ -120,7 +120,7 @@ def segment_key(digest: str) -> str:
 
 
 @functools.lru_cache(maxsize=32)
-def _hash_key_re(prefix: str, suffix: str) -> re.Pattern:
+def _hash_key_re(prefix: str, suffix: str) -> re.Pattern[str]:
     return re.compile(re.escape(prefix) + "([0-9a-f]{40})" + re.escape(suffix))
 
 

@@ -66,7 +66,7 @@ class LocalBackend:
     # create/replace/delete are atomic under s3wq's own locks.
     conditions_are_our_own = True
 
-    def __init__(self, root: str | os.PathLike, *, ages: WallClockAges | None = None):
+    def __init__(self, root: str | os.PathLike[str], *, ages: WallClockAges | None = None):
         """``ages``: the clock the files' ages are read on (local_ages.default_ages: this platform's best)."""
         self.root = Path(root).resolve()
         self.uri = str(self.root)
@@ -93,7 +93,7 @@ class LocalBackend:
         return path
 
     @contextmanager
-    def _key_lock(self, key: str):
+    def _key_lock(self, key: str) -> Iterator[None]:
         self._locks.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha1(key.encode("utf-8")).hexdigest()
         fd = os.open(self._locks / name, os.O_RDWR | os.O_CREAT, 0o644)

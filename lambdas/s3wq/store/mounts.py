@@ -99,7 +99,7 @@ def _existing(path: Path) -> Path:
     return path
 
 
-def filesystem_type(path: str | os.PathLike, mounts: list[Mount]) -> str | None:
+def filesystem_type(path: str | os.PathLike[str], mounts: list[Mount]) -> str | None:
     """The type of the filesystem ``path`` is on, by its device, else by the longest mount point above it; None if unknown."""
     where = _existing(Path(path).resolve())
     try:
@@ -119,7 +119,7 @@ def filesystem_type(path: str | os.PathLike, mounts: list[Mount]) -> str | None:
     return None if best is None else best.fstype
 
 
-def network_filesystem(path: str | os.PathLike, mountinfo_path: Path | None = None) -> str | None:
+def network_filesystem(path: str | os.PathLike[str], mountinfo_path: Path | None = None) -> str | None:
     """The type of the network filesystem ``path`` is on; None if it is on a local one, or none can be told."""
     try:
         text = (mountinfo_path or MOUNTINFO_PATH).read_text(encoding="utf-8", errors="replace")

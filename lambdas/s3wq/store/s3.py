@@ -24,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from s3wq.errors import (
     BucketNotFound,
     ConditionalDeleteUnsupported,
+    ConditionFailed,
     ObjectChanged,
     ObjectExists,
     ObjectNotFound,
@@ -50,14 +51,14 @@ def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def _server_time(response: dict) -> float | None:
+def _server_time(response: dict[str, Any]) -> float | None:
     date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
     if not date:
         return None
     return email.utils.parsedate_to_datetime(date).timestamp()
 
 
-def _age_seconds(response: dict) -> float:
+def _age_seconds(response: dict[str, Any]) -> float:
     now = _server_time(response)
     modified = response["LastModified"].timestamp()
     return 0.0 if now is None else max(0.0, now - modified - _CLOCK_RESOLUTION_SECONDS)
@@ -116,7 +117,9 @@ def _keys_and_rest(body: bytes) -> tuple[list[str], bytes] | None:
     return [key.decode("utf-8") for key in keys], rest
 
 
-def _parse_keys_only(response_dict: dict, customized_response_dict: dict | None = None, operation_model: Any = None, **_: Any) -> None:
+def _parse_keys_only(
+    response_dict: dict[str, Any], customized_response_dict: dict[str, Any] | None = None, operation_model: Any = None, **_: Any
+) -> None:
     if not getattr(_LISTING_KEYS, "active", False) or getattr(operation_model, "name", None) != "ListObjectsV2":
         return
     if customized_response_dict is None or response_dict.get("status_code") != 200 or not isinstance(response_dict.get("body"), bytes):
@@ -160,7 +163,9 @@ class S3Backend:
     def _key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
 
-    def _conditional_error(self, exc: ClientError, op: str, key: str, *, writes: bool, on_condition: type = ObjectChanged) -> Exception:
+    def _conditional_error(
+        self, exc: ClientError, op: str, key: str, *, writes: bool, on_condition: type[ConditionFailed] = ObjectChanged
+    ) -> Exception:
         """The typed error for a failed request that named a condition: conflicts (writes only), condition, missing, else storage."""
         code = _error_code(exc)
         if writes and code in _CONFLICT_CODES:
@@ -242,7 +247,8 @@ class S3Backend:
             raise self._conditional_error(exc, op, key, writes=True, on_condition=on_condition) from exc
         except BotoCoreError as exc:
             raise self._storage_error(exc, op, key) from exc
-        return response["ETag"]
+        etag: str = response["ETag"]
+        return etag
 
     def create(self, key: str, body: bytes) -> str:
         return self._put(key, body, "PUT If-None-Match", IfNoneMatch="*")
