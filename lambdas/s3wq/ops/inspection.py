@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.errors import BadInput, ObjectNotFound
 from s3wq.index import WorkIndex
-from s3wq.model import Group
+from s3wq.model import Group, LockState
 from s3wq.ops.status import LockReading, PartitionFlags, catalog_groups, flag_partitions, iter_hashes, listed_hashes, read_lock, scan_flags
-from s3wq.protocol.bodies import HELD, error_frame, load_object
+from s3wq.protocol.bodies import error_frame, load_object
 from s3wq.store import MAX_PARALLEL_REQUESTS, Backend, layout
 
 
@@ -99,7 +99,7 @@ def _lock_view(lock: LockReading) -> dict:
         attempt=body.attempt,
         claimed_at=body.claimed_at,
         outcome=body.outcome,
-        counted=body.counted if body.state != HELD else None,
+        counted=body.counted if body.state != LockState.HELD else None,
         needs_seconds=body.needs_seconds,
         error=body.error,
     )

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.errors import BadInput, ConditionalDeleteUnsupported, ObjectChanged, ObjectNotFound
+from s3wq.model import LockState, Outcome
 from s3wq.ops.inspection import failed_groups, find_group
 from s3wq.ops.status import LockReading, listed_hashes, read_lock, read_locks
-from s3wq.protocol.bodies import HELD, OPERATOR, RELEASED, REQUEUED, LockBody, now_iso
+from s3wq.protocol.bodies import LockBody, now_iso
 from s3wq.store import Backend, layout
 from s3wq.wording import plural
 
@@ -95,8 +96,8 @@ def _requeue_one(backend: Backend, hash_: str, foreign_lock_timeout: float) -> b
             worker_id="requeue-failed",
             attempt=1,
             lease_seconds=previous.lease_seconds if previous else foreign_lock_timeout,
-            state=RELEASED,
-            outcome=REQUEUED,
+            state=LockState.RELEASED,
+            outcome=Outcome.REQUEUED,
             counted=False,
             error=None if previous is None else previous.error,
         )
@@ -165,7 +166,7 @@ _OWNERS_NAMED = 3
 
 def _held_by(locks: dict[str, LockReading], *, worker_id: str | None, owner: str | None) -> dict[str, LockReading]:
     """The held locks of a worker id, or of the one claim ``owner`` and the claim its worker made ahead of it."""
-    held = {h: lock for h, lock in locks.items() if lock.body is not None and lock.body.state == HELD}
+    held = {h: lock for h, lock in locks.items() if lock.body is not None and lock.body.state == LockState.HELD}
     if owner is None:
         return {h: lock for h, lock in held.items() if lock.body.worker_id == worker_id}
     named = {h: lock for h, lock in held.items() if lock.body.owner == owner}
@@ -207,7 +208,9 @@ def release_locks(backend: Backend, *, worker_id: str | None = None, owner: str 
         )
     released = []
     for hash_, lock in matched.items():
-        handed_back = lock.body.rewritten(state=RELEASED, outcome=OPERATOR, counted=False, error=f"released by an operator at {now_iso()}")
+        handed_back = lock.body.rewritten(
+            state=LockState.RELEASED, outcome=Outcome.OPERATOR, counted=False, error=f"released by an operator at {now_iso()}"
+        )
         try:
             backend.replace(layout.lock_key(hash_), handed_back.encode(), lock.etag)
         except (ObjectChanged, ObjectNotFound):

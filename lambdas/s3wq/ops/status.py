@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.errors import BadInput, ObjectNotFound
 from s3wq.index import WorkIndex
-from s3wq.protocol.bodies import FAILED, FINISHED, RELEASED, LockBody
+from s3wq.model import LockState, Outcome
+from s3wq.protocol.bodies import LockBody
 from s3wq.store import MAX_PARALLEL_REQUESTS, Backend, layout
 from s3wq.store.base import LIST_PAGE_KEYS
 
@@ -41,16 +42,16 @@ class LockReading:
 
     @property
     def failed(self) -> bool:
-        return self.body is not None and self.body.state == FAILED
+        return self.body is not None and self.body.state == LockState.FAILED
 
     @property
     def released(self) -> bool:
-        return self.body is not None and self.body.state == RELEASED
+        return self.body is not None and self.body.state == LockState.RELEASED
 
     @property
     def finished(self) -> bool:
         """Released by a holder whose group is finished (done or failed), where the store cannot delete on a condition (see ClaimProtocol.release)."""
-        return self.released and self.body.outcome == FINISHED
+        return self.released and self.body.outcome == Outcome.FINISHED
 
     @property
     def live(self) -> bool:

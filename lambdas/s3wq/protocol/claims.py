@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.errors import ConditionalDeleteUnsupported, ObjectChanged, ObjectNotFound
-from s3wq.model import Group
+from s3wq.model import Group, LockState, Outcome
 from s3wq.protocol import clock, flags, writes
-from s3wq.protocol.bodies import ERROR, FAILED, FINISHED, INTERRUPTED, RELEASED, LockBody, now_iso
+from s3wq.protocol.bodies import LockBody, now_iso
 from s3wq.protocol.time_rules import enough_time
 from s3wq.protocol.tracebacks import ErrorFrame
 from s3wq.store import Backend, StoredObject, layout
@@ -171,7 +171,7 @@ class ClaimProtocol:
     ) -> Claim | Held | Finished | NotEnoughTime:
         """Take over the lock another wrote if it is released or stale; otherwise say why not."""
         current, existing = refused.found, LockBody.decode(refused.found.body)
-        if existing is not None and existing.state == FAILED:
+        if existing is not None and existing.state == LockState.FAILED:
             return Finished()
         lease = self.foreign_lock_timeout if existing is None else existing.lease_seconds
         stale = (existing is None or existing.held) and current.age_seconds > lease
@@ -250,7 +250,7 @@ class ClaimProtocol:
     def hand_back(self, claim: Claim, outcome: str, *, counted: bool, error: str | None = None, needs_seconds: float | None = None) -> bool:
         """Release the lock for anyone to take at once, recording why this run ended; False if we had lost it."""
         body = claim.body.rewritten(
-            state=RELEASED,
+            state=LockState.RELEASED,
             outcome=outcome,
             counted=counted,
             error=error if error is not None else claim.body.error,
@@ -293,7 +293,7 @@ class ClaimProtocol:
         group: Group,
         error: str,
         *,
-        outcome: str = ERROR,
+        outcome: str = Outcome.ERROR,
         attempts: int | None = None,
         traceback: str | None = None,
         error_frame: ErrorFrame | None = None,
@@ -320,7 +320,7 @@ class ClaimProtocol:
             traceback=traceback,
             error_frame=error_frame,
         )
-        body = claim.body.rewritten(state=FAILED, outcome=outcome, counted=True, error=error)
+        body = claim.body.rewritten(state=LockState.FAILED, outcome=outcome, counted=True, error=error)
         return self._rewrite(claim, body) is not None
 
     def release(self, claim: Claim) -> bool:
@@ -338,7 +338,7 @@ class ClaimProtocol:
         deleted = self._delete_own(claim)
         if deleted is not None:
             return deleted
-        body = claim.body.rewritten(state=RELEASED, outcome=FINISHED, counted=False, needs_seconds=None)
+        body = claim.body.rewritten(state=LockState.RELEASED, outcome=Outcome.FINISHED, counted=False, needs_seconds=None)
         try:
             return self._rewrite(claim, body) is not None
         except ObjectNotFound:
@@ -357,7 +357,7 @@ class ClaimProtocol:
             deleted = self._delete_own(claim)
             if deleted is not None:
                 return deleted
-        return self.hand_back(claim, INTERRUPTED, counted=False, error=why)
+        return self.hand_back(claim, Outcome.INTERRUPTED, counted=False, error=why)
 
     def _delete_own(self, claim: Claim) -> bool | None:
         """Delete our lock on our ETag: whether it was still ours; None if the store cannot delete on a condition."""

@@ -13,10 +13,10 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from s3wq.model import Group, GroupOutcome
+from s3wq.model import Group, GroupOutcome, RunStop
 from s3wq.protocol import clock
 from s3wq.protocol.claims import Claim, Finished, Held, NotEnoughTime
-from s3wq.protocol.lease import EXPIRED, LeaseKeeper
+from s3wq.protocol.lease import LeaseKeeper
 from s3wq.worker.crew import Crew, CrewMember
 from s3wq.worker.walk import SegmentLoader, SegmentView, Walk, jump_into_largest_gap
 
@@ -167,7 +167,7 @@ class Claimer(CrewMember):
         keeper.settle()
         with self.report.tally() as report:
             report.renewals += keeper.renewals
-        if keeper.state.lost and verdict != EXPIRED:
+        if keeper.state.lost and verdict != RunStop.EXPIRED:
             # A renewal found the lock changed (an expired lease is not that:
             # the check before the run tries once more). Taken, by an olmocr
             # worker say: no attempt of ours ran, and the group is its

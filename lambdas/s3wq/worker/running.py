@@ -12,11 +12,10 @@ from collections.abc import Callable
 
 from s3wq.host.runners import RunEnd, Stopped
 from s3wq.host.stopping import GracefulStop
-from s3wq.model import Group, GroupOutcome
+from s3wq.model import Group, GroupOutcome, Outcome, RunStop
 from s3wq.protocol import clock
-from s3wq.protocol.bodies import INTERRUPTED, LEFTOVER, LOST, TIMEOUT
 from s3wq.protocol.claims import Claim
-from s3wq.protocol.lease import EXPIRED, LeaseKeeper
+from s3wq.protocol.lease import LeaseKeeper
 from s3wq.protocol.time_rules import enough_time
 from s3wq.worker.ahead import ClaimAhead, ClaimTiming
 from s3wq.worker.breaker import Breaker, Failure, failure_of
@@ -70,7 +69,7 @@ class GroupRunner(CrewMember):
             if claim.attempt > self.settings.max_attempts:
                 # Taken over from a holder that vanished on the last allowed attempt.
                 error = "worker lost (killed, or its lease ran out) on every attempt"
-                return self.finisher.fail(group, claim, error, outcome=LOST, attempts=claim.attempt - 1)
+                return self.finisher.fail(group, claim, error, outcome=Outcome.LOST, attempts=claim.attempt - 1)
             if not self.budget.has_time():
                 # The claim took what time we had (a foreign takeover pauses),
                 # or it was made ahead and the run before took it: give it back unrun.
@@ -83,7 +82,7 @@ class GroupRunner(CrewMember):
             judged = budget if claimed_with is None else max(budget, claimed_with)
             if not enough_time(claim.body.needs_seconds, judged, self.budget.full_run):
                 # Claimed ahead, and the run before took what this group needs.
-                self.finisher.hand_back(claim, TIMEOUT, counted=False, error=claim.body.error)
+                self.finisher.hand_back(claim, Outcome.TIMEOUT, counted=False, error=claim.body.error)
                 return GroupEnd.of(GroupOutcome.NOT_ENOUGH_TIME, claim, heard=False)
             self.observer.group_started(group, claim)
             keeper = self._keeper_for_run(group, claim, stop_at=clock.now() + budget)
@@ -127,7 +126,7 @@ class GroupRunner(CrewMember):
             keeper = LeaseKeeper(self.protocol, renewed, stop_at=stop_at)
         if not keeper.state.held():
             # The renewal took what it covers (a store that barely answers): a taker may be starting.
-            return self.finisher.stopped(group, keeper.claim, Stopped(EXPIRED), 0.0)
+            return self.finisher.stopped(group, keeper.claim, Stopped(RunStop.EXPIRED), 0.0)
         return keeper
 
     def _run_once(self, group: Group, keeper: LeaseKeeper, ahead: ClaimAhead | None) -> tuple[RunEnd, float]:
@@ -144,7 +143,7 @@ class GroupRunner(CrewMember):
             # unless a process of the run would not die: its lock is then left to its lease.
             keeper.settle()
             if self.runner.run_contained:
-                self.finisher.hand_back(keeper.claim, INTERRUPTED, counted=False, error="interrupted")
+                self.finisher.hand_back(keeper.claim, Outcome.INTERRUPTED, counted=False, error="interrupted")
             raise
         keeper.settle()
         ran = time.monotonic() - run_started
@@ -155,11 +154,11 @@ class GroupRunner(CrewMember):
             ahead.ran(ran)
         with self.report.tally() as report:
             report.renewals += keeper.renewals
-        if not keeper.state.held() and not (isinstance(end, Stopped) and end.reason in (LOST, EXPIRED)):
+        if not keeper.state.held() and not (isinstance(end, Stopped) and end.reason in (RunStop.LOST, RunStop.EXPIRED)):
             # The lock was taken (a renewal in flight said so), or the run
             # ended just as the lease did: a taker may be starting, and a
             # flag written now could land after its writes.
-            end = Stopped(LOST if keeper.state.lost else EXPIRED)
+            end = Stopped(RunStop.LOST if keeper.state.lost else RunStop.EXPIRED)
         return end, ran
 
     def _after_failure(self, group: Group, claim: Claim, failure: Failure) -> tuple[Claim, float] | GroupEnd:
@@ -168,7 +167,7 @@ class GroupRunner(CrewMember):
         log.warning("group %s attempt %d failed: %s%s", group.hash, claim.attempt, failure.error, at)
         if failure.traceback:
             log.info("group %s attempt %d traceback:\n%s", group.hash, claim.attempt, failure.traceback.rstrip())
-        if failure.kind == LEFTOVER:
+        if failure.kind == Outcome.LEFTOVER:
             with self.report.tally() as report:
                 report.leftovers += 1
         tripped = self.breaker.tripped_by(group.hash, failure.bug)
