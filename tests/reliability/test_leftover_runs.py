@@ -25,7 +25,7 @@ from .leftover_processor import RAISED
 from .worker_processes import alive
 
 MAX_ATTEMPTS = 2
-# The kind as the docs name it, and as `failures` prints it: what users and their scripts match (bodies.LEFTOVER).
+# The kind as the docs name it, and as `failures` prints it: what users and their scripts match (Outcome.LEFTOVER).
 LEFTOVER = "leftover"
 
 
