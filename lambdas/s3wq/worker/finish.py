@@ -145,16 +145,16 @@ class Finisher:
         return GroupEnd.of(GroupOutcome.LOST, claim, heard=GroupOutcome.FAILED, counted=GroupOutcome.FAILED)
 
     def stopped(
-        self, group: Group, claim: Claim, end: Stopped, ran: float, *, budget: float | None = None, group_limited: bool = False
+        self, group: Group, claim: Claim, end: Stopped, ran: float, *, run_budget: float | None = None, group_limited: bool = False
     ) -> GroupEnd:
-        """A run the worker stopped: at a signal, at its time (``budget``, what the run had), or at a lost lease."""
+        """A run the worker stopped: at a signal, at its time (``run_budget``, what the run had), or at a lost lease."""
         # What the lock records, if anything is written: RunStop.recorded_as is the one mapping of a stop to an outcome.
         outcome = end.reason.recorded_as
         if end.reason == RunStop.INTERRUPTED:
             self.hand_back(claim, outcome, counted=False, error="stopped by a signal")
             return GroupEnd.of(GroupOutcome.INTERRUPTED, claim)
         if end.reason == RunStop.TIMEOUT:
-            return self._timed_out(group, claim, ran, outcome, budget=budget, group_limited=group_limited)
+            return self._timed_out(group, claim, ran, outcome, run_budget=run_budget, group_limited=group_limited)
         # The lock was taken from us, or the store could not be reached for a
         # whole lease: the processor is stopped, and whatever we wrote now
         # could land after a new holder's writes. Only an expired lease that
@@ -171,10 +171,10 @@ class Finisher:
         return GroupEnd.of(GroupOutcome.LOST, claim)
 
     def _timed_out(
-        self, group: Group, claim: Claim, ran: float, outcome: Outcome, *, budget: float | None, group_limited: bool
+        self, group: Group, claim: Claim, ran: float, outcome: Outcome, *, run_budget: float | None, group_limited: bool
     ) -> GroupEnd:
         # What this run had, not what the claim expected: a claim made ahead waits for the run before it.
-        counted = timeout_counts(budget, self.budget.full_run)
+        counted = timeout_counts(run_budget, self.budget.full_run)
         needs = max(ran, claim.body.needs_seconds or 0.0, MIN_RUN_SECONDS)
         if group_limited:
             error = f"ran past the group timeout of {self.settings.group_timeout:g} s: stopped after {ran:.1f} s"

@@ -76,22 +76,22 @@ class GroupRunner(CrewMember):
                 self.finisher.give_back_unrun(claim, "claimed with no time left to run it")
                 return GroupEnd.of(GroupOutcome.RELEASED, claim, heard=False)
             available = self.budget.left()
-            budget = self.settings.run_budget(available)
+            run_budget = self.settings.run_budget(available)
             # Whether the group timeout, not the worker's deadline, ends this run if it goes on.
-            group_limited = budget < available
-            judged = budget if claimed_with is None else max(budget, claimed_with)
+            group_limited = run_budget < available
+            judged = run_budget if claimed_with is None else max(run_budget, claimed_with)
             if not enough_time(claim.body.needs_seconds, judged, self.budget.full_run):
                 # Claimed ahead, and the run before took what this group needs.
                 self.finisher.hand_back(claim, Outcome.TIMEOUT, counted=False, error=claim.body.error)
                 return GroupEnd.of(GroupOutcome.NOT_ENOUGH_TIME, claim, heard=False)
             self.observer.group_started(group, claim)
-            keeper = self._keeper_for_run(group, claim, stop_at=clock.now() + budget)
+            keeper = self._keeper_for_run(group, claim, stop_at=clock.now() + run_budget)
             if isinstance(keeper, GroupEnd):
                 return keeper
             end, ran = self._run_once(group, keeper, ahead)
             claim = keeper.claim
             if isinstance(end, Stopped):
-                return self.finisher.stopped(group, claim, end, ran, budget=judged, group_limited=group_limited)
+                return self.finisher.stopped(group, claim, end, ran, run_budget=judged, group_limited=group_limited)
             self.budget.ran(ran)
             failure = failure_of(end)
             if failure is None:
@@ -196,11 +196,11 @@ class GroupRunner(CrewMember):
         if self.stop is not None and self.stop.requested:
             self.finisher.hand_back(claim, failure.kind, counted=True, error=failure.error)
             return GroupEnd.of(GroupOutcome.INTERRUPTED, claim)
-        budget = self.budget.for_run()
-        next_claim = self.protocol.next_attempt(claim, failure.error, budget=budget)
+        run_budget = self.budget.for_run()
+        next_claim = self.protocol.next_attempt(claim, failure.error, budget=run_budget)
         if next_claim is None:
             return GroupEnd.of(GroupOutcome.LOST, claim, heard=False)
-        return next_claim, budget
+        return next_claim, run_budget
 
     def _retried(self) -> None:
         with self.report.tally() as report:
