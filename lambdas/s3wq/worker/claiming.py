@@ -13,19 +13,43 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
+from s3wq.config import WorkerSettings
+from s3wq.host.runners import Runner
 from s3wq.model import Group, GroupOutcome, RunStop
 from s3wq.protocol import clock
-from s3wq.protocol.claims import Claim, Finished, Held, NotEnoughTime
+from s3wq.protocol.claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime
 from s3wq.protocol.lease import LeaseKeeper
-from s3wq.worker.crew import Crew, CrewMember
+from s3wq.worker.budget import Budget
+from s3wq.worker.finish import Finisher
+from s3wq.worker.report import WorkerObserver, WorkerReport
 from s3wq.worker.walk import SegmentLoader, SegmentView, Walk, jump_into_largest_gap
 
 
-class Claimer(CrewMember):
+class Claimer:
     """Makes a worker's claims: along its walk, ahead of a run, and of single groups (the drain)."""
 
-    def __init__(self, crew: Crew, *, segments: SegmentLoader, rng: random.Random, stopping: Callable[..., bool]):
-        super().__init__(crew)
+    def __init__(
+        self,
+        *,
+        protocol: ClaimProtocol,
+        runner: Runner,
+        settings: WorkerSettings,
+        budget: Budget,
+        finisher: Finisher,
+        observer: WorkerObserver,
+        report: WorkerReport,
+        segments: SegmentLoader,
+        rng: random.Random,
+        stopping: Callable[..., bool],
+    ):
+        self.protocol = protocol
+        # Only to have the processor host up before a claim (see claim).
+        self.runner = runner
+        self.settings = settings
+        self.budget = budget
+        self.finisher = finisher
+        self.observer = observer
+        self.report = report
         self.segments = segments
         self.rng = rng
         # Whether to claim nothing more (Worker._stopping): given the time to keep, and whether to record why.

@@ -35,7 +35,6 @@ from s3wq.worker.ahead import ClaimAhead, ClaimTiming
 from s3wq.worker.breaker import Breaker
 from s3wq.worker.budget import Budget
 from s3wq.worker.claiming import Claimer
-from s3wq.worker.crew import Crew
 from s3wq.worker.finish import Finisher
 from s3wq.worker.report import WorkerObserver, WorkerReport
 from s3wq.worker.running import GroupRunner
@@ -101,10 +100,26 @@ class Worker:
 
     def _claimer_and_runner(self, backend: Backend) -> tuple[Claimer, GroupRunner]:
         """The two halves of a group's way through the worker: its claim, and its runs."""
-        crew = Crew(self.runner, self.protocol, self.settings, self.budget, self.finisher, self.observer, self.report)
-        claimer = Claimer(crew, segments=SegmentLoader(backend, self.index, self.report), rng=self.rng, stopping=self._stopping)
+        claimer = Claimer(
+            protocol=self.protocol,
+            runner=self.runner,
+            settings=self.settings,
+            budget=self.budget,
+            finisher=self.finisher,
+            observer=self.observer,
+            report=self.report,
+            segments=SegmentLoader(backend, self.index, self.report),
+            rng=self.rng,
+            stopping=self._stopping,
+        )
         group_runner = GroupRunner(
-            crew,
+            protocol=self.protocol,
+            runner=self.runner,
+            settings=self.settings,
+            budget=self.budget,
+            finisher=self.finisher,
+            observer=self.observer,
+            report=self.report,
             breaker=self._breaker,
             timing=self._timing,
             stop=self.stop,

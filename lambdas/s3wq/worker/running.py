@@ -10,34 +10,48 @@ import logging
 import time
 from collections.abc import Callable
 
-from s3wq.host.runners import RunEnd, Stopped
+from s3wq.config import WorkerSettings
+from s3wq.host.runners import RunEnd, Runner, Stopped
 from s3wq.host.stopping import GracefulStop
 from s3wq.model import Group, GroupOutcome, Outcome, RunStop
 from s3wq.protocol import clock
-from s3wq.protocol.claims import Claim
+from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.protocol.lease import LeaseKeeper
 from s3wq.protocol.time_rules import enough_time
 from s3wq.worker.ahead import ClaimAhead, ClaimTiming
 from s3wq.worker.breaker import Breaker, Failure, failure_of
-from s3wq.worker.crew import Crew, CrewMember
-from s3wq.worker.report import GroupEnd
+from s3wq.worker.budget import Budget
+from s3wq.worker.finish import Finisher
+from s3wq.worker.report import GroupEnd, WorkerObserver, WorkerReport
 
 log = logging.getLogger("s3wq")
 
 
-class GroupRunner(CrewMember):
+class GroupRunner:
     """Runs a worker's claimed groups one at a time, through its runner, and records how each ended."""
 
     def __init__(
         self,
-        crew: Crew,
         *,
+        protocol: ClaimProtocol,
+        runner: Runner,
+        settings: WorkerSettings,
+        budget: Budget,
+        finisher: Finisher,
+        observer: WorkerObserver,
+        report: WorkerReport,
         breaker: Breaker,
         timing: ClaimTiming,
         stop: GracefulStop | None,
         sleep: Callable[[float], None],
     ):
-        super().__init__(crew)
+        self.protocol = protocol
+        self.runner = runner
+        self.settings = settings
+        self.budget = budget
+        self.finisher = finisher
+        self.observer = observer
+        self.report = report
         self.breaker = breaker
         self.timing = timing
         self.stop = stop
