@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 from localstack_s3 import STORE_ENV
 
@@ -16,6 +17,8 @@ from s3wq.model import LockState, Outcome
 from s3wq.protocol.bodies import LockBody
 from s3wq.store import Backend, layout
 
+# The checkout the tests run from: the one place the tests find the repository's own files.
+REPO_ROOT = Path(__file__).resolve().parent.parent
 # Buckets named so answer a conditional DELETE with 501, as LocalStack's S3 does (see s3wq.dev.local_s3).
 NO_CONDITIONAL_DELETE_BUCKETS = "nocd-"
 # Buckets named so ignore If-None-Match and If-Match on writes (the moto server only): a store s3wq must refuse.

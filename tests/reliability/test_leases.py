@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support import run_cli
+from support import REPO_ROOT, run_cli
 
 from s3wq import Worker, WorkerSettings, WorkIndex
 from s3wq.dev.localcloud.runner import Invocation, LambdaRunner
@@ -41,8 +41,7 @@ from .worker_processes import WorkerProcess, alive
 from .worker_processes import start_worker as start_worker_process
 
 PROCESSOR = "reliability.heartbeat_processor:process"
-REPO = Path(__file__).resolve().parent.parent.parent
-TESTS_DIR = REPO / "tests"
+TESTS_DIR = REPO_ROOT / "tests"
 
 
 def start_worker(workspace: str, name: str, *args: str, env: dict, log_dir: Path) -> WorkerProcess:
@@ -474,7 +473,7 @@ def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(
     long_hash = layout.group_hash([long_path])
     timeout = 8.0
     runner = LambdaRunner(
-        endpoint=s3_server.endpoint, lambdas_dir=REPO / "lambdas", log_dir=tmp_path / "lambda", extra_pythonpath=(str(TESTS_DIR),)
+        endpoint=s3_server.endpoint, lambdas_dir=REPO_ROOT / "lambdas", log_dir=tmp_path / "lambda", extra_pythonpath=(str(TESTS_DIR),)
     )
     worker = Invocation(
         function_name="worker",
