@@ -6,7 +6,8 @@ import json
 import random
 
 from s3wq.index import make_groups
-from s3wq.protocol.bodies import FAILED, HELD, RELEASED, LockBody
+from s3wq.model import LockState
+from s3wq.protocol.bodies import LockBody
 from s3wq.store import layout
 
 DONE_FRACTION, FAILED_FRACTION, LOCKS_PER_THOUSAND = 0.60, 0.01, 1.0
@@ -47,12 +48,12 @@ def workspace_objects(paths: list[str], seed: int) -> tuple[dict[str, str], dict
             "worker_id": "w2",
         }
         objects[layout.failed_key(group.hash)] = json.dumps(doc)
-        objects[layout.lock_key(group.hash)] = lock_body(group.hash, FAILED)
+        objects[layout.lock_key(group.hash)] = lock_body(group.hash, LockState.FAILED)
     kinds = dict.fromkeys(LOCK_KINDS, 0)
     for n, group in enumerate(locked):
         kind = LOCK_KINDS[n % len(LOCK_KINDS)]
         kinds[kind] += 1
-        state = {"held": HELD, "released": RELEASED, "failed-lock-only": FAILED}.get(kind)
+        state = {"held": LockState.HELD, "released": LockState.RELEASED, "failed-lock-only": LockState.FAILED}.get(kind)
         objects[layout.lock_key(group.hash)] = "" if kind == "olmocr" else lock_body(group.hash, state)
     objects.update(dict.fromkeys(FOREIGN_KEYS, "{}"))
     failed_total = n_failed + kinds["failed-lock-only"]

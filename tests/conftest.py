@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pytest
 from localstack_s3 import STORE_ENV, LocalStackS3
-from support import IGNORING_CONDITIONS_BUCKETS, NO_CONDITIONAL_DELETE_BUCKETS, STORES, TEST_STORE
+from support import IGNORING_CONDITIONS_BUCKETS, NO_CONDITIONAL_DELETE_BUCKETS, REPO_ROOT, STORES, TEST_STORE
 
 from s3wq.dev.local_s3 import FAKE_CREDENTIALS, LocalS3
 from s3wq.store import LocalBackend, S3Backend, mounts
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 if TEST_STORE not in STORES:
     raise pytest.UsageError(f"{STORE_ENV}={TEST_STORE!r}: expected one of {', '.join(STORES)}")
 

@@ -17,8 +17,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from support import REPO_ROOT
+
 PACKAGE = "s3wq"
-LAMBDAS_DIR = Path(__file__).resolve().parent.parent / "lambdas"
+LAMBDAS_DIR = REPO_ROOT / "lambdas"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from support import REPO_ROOT
+
 # The minor versions tried, newest first: the deployed worker's, then the newest the tests can reach.
 MINORS = (14, 13, 12)
 PIP_TIMEOUT_SECONDS = 600

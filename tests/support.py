@@ -7,14 +7,18 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 from localstack_s3 import STORE_ENV
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.index import WorkIndex
-from s3wq.protocol.bodies import FAILED, FINISHED, RELEASED, LockBody
+from s3wq.model import LockState, Outcome
+from s3wq.protocol.bodies import LockBody
 from s3wq.store import Backend, layout
 
+# The checkout the tests run from: the one place the tests find the repository's own files.
+REPO_ROOT = Path(__file__).resolve().parent.parent
 # Buckets named so answer a conditional DELETE with 501, as LocalStack's S3 does (see s3wq.dev.local_s3).
 NO_CONDITIONAL_DELETE_BUCKETS = "nocd-"
 # Buckets named so ignore If-None-Match and If-Match on writes (the moto server only): a store s3wq must refuse.
@@ -48,7 +52,7 @@ def recount_status(backend: Backend) -> tuple[dict, set[str]]:
         lease = FOREIGN_LOCK_TIMEOUT_SECONDS if body is None else body.lease_seconds
         if backend.exists(layout.done_key(hash_)):
             states["done"] += 1
-        elif backend.exists(layout.failed_key(hash_)) or (body is not None and body.state == FAILED):
+        elif backend.exists(layout.failed_key(hash_)) or (body is not None and body.state == LockState.FAILED):
             failed.add(hash_)
         elif lock is not None and (body is None or body.held) and lock.age_seconds <= lease:
             states["locked"] += 1
@@ -59,7 +63,7 @@ def recount_status(backend: Backend) -> tuple[dict, set[str]]:
                     ahead.append((body.behind, body.behind_owner))
         else:
             states["pending"] += 1
-            states["released"] += body is not None and body.state == RELEASED
+            states["released"] += body is not None and body.state == LockState.RELEASED
     total = len(groups)
     finished = states["done"] + len(failed)
     status = {
@@ -96,7 +100,9 @@ def assert_no_lock_left(backend: Backend, workspace: str, context: str = "") -> 
         assert keys == [], context
         return
     locks = [LockBody.decode(backend.read(key).body) for key in keys]
-    assert all(lock is not None and (lock.state, lock.outcome) == (RELEASED, FINISHED) for lock in locks), f"{locks}; {context}"
+    assert all(lock is not None and (lock.state, lock.outcome) == (LockState.RELEASED, Outcome.FINISHED) for lock in locks), (
+        f"{locks}; {context}"
+    )
 
 
 # The counts of `s3wq status --json`, whatever the workspace.

@@ -3,10 +3,12 @@
 Each vocabulary is a ``str`` enum: its members compare equal to, serialise as
 and are read back from the very strings s3wq has always written (olmocr's
 workspaces and our own lock bodies), so typing them changes no byte in a
-bucket. Two words appear in more than one vocabulary on purpose, because the
-stored strings are the same: ``Outcome.LOST`` is a holder that vanished (a
-taker found its lock stale), ``RunStop.LOST`` is a holder that learned its
-lock was taken or deleted while it ran. The enum says which is meant.
+bucket. Some words appear in more than one vocabulary, because the stored
+strings are the same, yet they mean different things: ``Outcome.LOST`` is a
+holder that vanished (a taker found its lock stale), ``RunStop.LOST`` is a
+holder that learned its lock was taken or deleted while it ran. Code names
+the member it means, never a bare string, and a stop becomes an outcome only
+through ``RunStop.recorded_as``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,18 @@ class RunStop(StrEnum):
     # A process of the run would not die (uninterruptible sleep, another user's), or its host could not show it did:
     # like a lost lock, nothing is written and the lock is left to go stale -- the lease a taker honours covers it.
     UNKILLABLE = "unkillable"
+
+    @property
+    def recorded_as(self) -> Outcome | None:
+        """The outcome the group's lock records after this stop; None: nothing is written for it."""
+        return _RECORDED_AS.get(self)
+
+
+# The one place a stop becomes an outcome. A run stopped at its time is handed back (or failed) as timed out; one
+# stopped by a signal, or whose lease ran out before anyone took it, is handed back as interrupted, no attempt used.
+# A lost lock is its taker's, and an unkillable run's lock is left to its lease: writing either could land after a
+# new holder's writes.
+_RECORDED_AS = {RunStop.TIMEOUT: Outcome.TIMEOUT, RunStop.INTERRUPTED: Outcome.INTERRUPTED, RunStop.EXPIRED: Outcome.INTERRUPTED}
 
 
 class StopReason(StrEnum):

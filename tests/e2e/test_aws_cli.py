@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
+from support import REPO_ROOT
 
 from s3wq.dev.localcloud.cloud import LocalCloud
 from s3wq.dev.samples import make_pdf, sample_text
 
 AWS = Path(sys.executable).with_name("aws")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PASS_MACHINE = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
 
 

@@ -27,11 +27,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support import REPO_ROOT
 
 from s3wq.ops.status import queue_status
 from s3wq.store import LocalBackend
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"
 MARKER = "<!-- first-hour -->"
 TIMEOUT_SECONDS = 120

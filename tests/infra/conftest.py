@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import REPO_ROOT
 
 TESTS_DIR = Path(__file__).resolve().parent.parent
-REPO_ROOT = TESTS_DIR.parent
 
 # The stack imports `s3wq_cdk` from infra/ and the library's layout and
 # environment-variable names from `lambdas/`, as app.py arranges; the helper

@@ -20,11 +20,11 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
+from support import REPO_ROOT
 
 from s3wq_cdk.settings import DeploySettings
 from s3wq_cdk.stack import S3wqStack
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 STACK_NAME = "S3wq"
 
 HANDLERS = {

@@ -6,16 +6,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
 from stack_under_test import cdk_json_context
+from support import REPO_ROOT
 
 from s3wq import config as s3wq_config
 from s3wq_cdk.settings import CONTEXT_KEYS, DeploySettings
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

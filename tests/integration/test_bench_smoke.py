@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import REPO_ROOT
 
-BENCH_DIR = Path(__file__).resolve().parent.parent.parent / "bench"
+BENCH_DIR = REPO_ROOT / "bench"
 # Generous: a tiny run takes seconds, but CI's two cores may be busy.
 BENCH_TIMEOUT_SECONDS = 180
 

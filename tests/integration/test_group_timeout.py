@@ -20,7 +20,8 @@ import pytest
 from support import run_cli
 
 from s3wq import WorkIndex, open_backend
-from s3wq.protocol.bodies import FAILED, TIMEOUT, LockBody
+from s3wq.model import LockState, Outcome
+from s3wq.protocol.bodies import LockBody
 from s3wq.store import layout
 
 TIME_LIMIT = 900  # the default: a hung group would hold the worker this long without a group timeout
@@ -85,7 +86,7 @@ def test_a_hung_group_times_out_on_each_attempt_and_fails_while_the_others_are_d
     assert (flag["kind"], flag["attempts"], flag["worker_id"]) == ("timeout", max_attempts, "gt-worker")
     assert flag["error"].startswith("ran past the group timeout of 1 s: stopped after ")
     lock = LockBody.decode(backend.read(layout.lock_key(stuck)).body)
-    assert (lock.state, lock.outcome, lock.attempt, lock.counted) == (FAILED, TIMEOUT, max_attempts, True)
+    assert (lock.state, lock.outcome, lock.attempt, lock.counted) == (LockState.FAILED, Outcome.TIMEOUT, max_attempts, True)
     status = json.loads(run_cli("status", workspace, "--json").stdout)
     assert (status["done"], status["failed"], status["pending"], status["locked"]) == (4, 1, 0, 0)
     # The hung group held the worker for its group timeout, not for its time limit.

@@ -30,7 +30,8 @@ from s3wq.dev.samples import sample_text
 from s3wq.errors import BadInput, BucketNotFound, ConfigError, S3wqError, StorageError
 from s3wq.handlers import populate, status, worker
 from s3wq.index import WorkIndex
-from s3wq.protocol.bodies import RELEASED, LockBody
+from s3wq.model import LockState
+from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import ClaimProtocol
 from s3wq.store import layout
 
@@ -408,7 +409,7 @@ def test_a_worker_never_claims_a_group_it_cannot_finish_before_the_deadline(lamb
         # was stopped before the deadline and handed back, not left held.
         assert report["processed"] == 0 and len(locks) == 1
         [key] = locks
-        assert LockBody.decode(s3_backend.read(key.removeprefix("ws/")).body).state == RELEASED
+        assert LockBody.decode(s3_backend.read(key.removeprefix("ws/")).body).state == LockState.RELEASED
     else:
         assert report["processed"] == len(calls) and locks == {}
     done = {f"ws/{layout.done_key(h)}" for h in calls} if report["processed"] else set()

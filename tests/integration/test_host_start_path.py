@@ -14,7 +14,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
+
+from support import REPO_ROOT
 
 SITECUSTOMIZE = """
 import os
@@ -67,7 +68,7 @@ def test_the_host_runs_the_workers_s3wq_when_the_interpreter_has_another_install
     (site_packages / "s3wq").mkdir()
     (site_packages / "s3wq" / "__init__.py").write_text("raise ImportError('the other s3wq')\n", encoding="utf-8")
     # This checkout's s3wq first (the dev venv finds it through an editable install's hook, not a path), then the rest.
-    ours = [str(Path(__file__).resolve().parents[2] / "lambdas"), *(path for path in sys.path if path)]
+    ours = [str(REPO_ROOT / "lambdas"), *(path for path in sys.path if path)]
     script = (
         "import tempfile, time\n"
         "from s3wq.host.sandbox import ProcessorHost\n"

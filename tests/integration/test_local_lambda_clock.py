@@ -11,15 +11,16 @@ import json
 import time
 from pathlib import Path
 
+from support import REPO_ROOT
+
 from s3wq.dev.localcloud.runner import Invocation, LambdaRunner
 
-REPO = Path(__file__).resolve().parents[2]
-TESTS_DIR = REPO / "tests"
+TESTS_DIR = REPO_ROOT / "tests"
 
 
 def _runner(tmp_path: Path) -> LambdaRunner:
     return LambdaRunner(
-        endpoint="http://127.0.0.1:9", lambdas_dir=REPO / "lambdas", log_dir=tmp_path / "logs", extra_pythonpath=(str(TESTS_DIR),)
+        endpoint="http://127.0.0.1:9", lambdas_dir=REPO_ROOT / "lambdas", log_dir=tmp_path / "logs", extra_pythonpath=(str(TESTS_DIR),)
     )
 
 

@@ -22,8 +22,9 @@ import time
 from support import run_cli
 
 from s3wq import WorkIndex, open_backend
+from s3wq.model import LockState, Outcome
 from s3wq.ops.status import queue_status
-from s3wq.protocol.bodies import FINISHED, INTERRUPTED, RELEASED, LockBody
+from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.store import layout
 
@@ -60,7 +61,7 @@ def test_a_group_that_finishes_mid_count_is_counted_done(s3_workspace_without_co
 
     assert counting.finished, "the count never read the lock"
     lock = LockBody.decode(backend.read(layout.lock_key(claim.hash)).body)
-    assert (lock.state, lock.outcome) == (RELEASED, FINISHED)  # rewritten, not deleted: the store answered 501
+    assert (lock.state, lock.outcome) == (LockState.RELEASED, Outcome.FINISHED)  # rewritten, not deleted: the store answered 501
     assert {k: status[k] for k in ("done", "pending", "released", "locked")} == {"done": 1, "pending": 1, "released": 0, "locked": 0}
     assert status == queue_status(backend)  # as a count after it finished says
 
@@ -94,7 +95,7 @@ def test_a_claim_ahead_given_back_unrun_reads_released_not_finished(
     doc = json.loads(shown.stdout)
     assert doc["state"] == "pending"
     lock = doc["lock"]
-    assert (lock["state"], lock["outcome"], lock["attempt"]) == (RELEASED, INTERRUPTED, 1), lock
+    assert (lock["state"], lock["outcome"], lock["attempt"]) == (LockState.RELEASED, Outcome.INTERRUPTED, 1), lock
     assert "never run" in lock["error"]
     human = run_cli("inspect", workspace, ahead)
     assert "outcome=interrupted" in human.stdout and "finished" not in human.stdout

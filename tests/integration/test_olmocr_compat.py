@@ -18,10 +18,10 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import zstandard
+from support import REPO_ROOT
 
 from s3wq import Worker, WorkerSettings, WorkIndex, queue_status
 from s3wq.index import olmocr as olmocr_module
@@ -176,7 +176,7 @@ def test_populating_an_olmocr_workspace_adds_only_the_paths_olmocr_did_not_index
 
 # --- many workers over a big olmocr index -------------------------------------------------------------
 
-BENCH_DIR = Path(__file__).resolve().parent.parent.parent / "bench"
+BENCH_DIR = REPO_ROOT / "bench"
 SPREAD_WORKERS = 4
 
 

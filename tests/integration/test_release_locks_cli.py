@@ -16,7 +16,8 @@ import pytest
 from support import run_cli
 
 from s3wq import WorkIndex
-from s3wq.protocol.bodies import OPERATOR, RELEASED, LockBody
+from s3wq.model import LockState, Outcome
+from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.store import layout
 
@@ -89,7 +90,7 @@ def test_owner_releases_one_instance_and_leaves_the_restarted_one_alone(s3_works
     after = locks(s3_backend, fleet)
     for name in ("running", "ahead"):
         body = after[name][1]
-        assert (body.state, body.outcome, body.counted, body.owner) == (RELEASED, OPERATOR, False, fleet.owner(name))
+        assert (body.state, body.outcome, body.counted, body.owner) == (LockState.RELEASED, Outcome.OPERATOR, False, fleet.owner(name))
     assert {n: after[n] for n in ("after-reboot", "other")} == {n: before[n] for n in ("after-reboot", "other")}
 
 
@@ -112,7 +113,7 @@ def test_force_releases_every_lock_of_the_worker_id(s3_workspace, s3_backend, fl
     assert released.returncode == 0, released.stderr
     assert released.stdout.strip() == "released 3 locks held by worker id gpu-box-3"
     after = locks(s3_backend, fleet)
-    assert [n for n, (_, body) in after.items() if body.state == RELEASED] == ["running", "ahead", "after-reboot"]
+    assert [n for n, (_, body) in after.items() if body.state == LockState.RELEASED] == ["running", "ahead", "after-reboot"]
 
 
 def test_stale_locks_of_a_worker_id_are_released_without_force(s3_workspace, s3_backend):

@@ -18,7 +18,8 @@ from support import run_cli
 
 from s3wq import WorkIndex
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
-from s3wq.protocol.bodies import RELEASED, REQUEUED, LockBody
+from s3wq.model import LockState, Outcome
+from s3wq.protocol.bodies import LockBody
 from s3wq.store import layout
 
 # Younger than the default foreign lock timeout, older than the one given.
@@ -46,7 +47,7 @@ def repair(*args: str) -> dict:
 
 def assert_requeued(backend, hash_: str) -> None:
     lock = LockBody.decode(backend.read(layout.lock_key(hash_)).body)
-    assert (lock.state, lock.outcome, lock.attempt, lock.lease_seconds) == (RELEASED, REQUEUED, 1, float(TIMEOUT)), lock
+    assert (lock.state, lock.outcome, lock.attempt, lock.lease_seconds) == (LockState.RELEASED, Outcome.REQUEUED, 1, float(TIMEOUT)), lock
     assert not backend.exists(layout.failed_key(hash_)) and not backend.exists(layout.done_key(hash_))
 
 

@@ -32,11 +32,11 @@ import pytest
 from support import assert_no_lock_left
 
 from s3wq import Worker, WorkerSettings, WorkIndex
-from s3wq.model import Group
+from s3wq.model import Group, LockState, Outcome
 from s3wq.ops.repairs import RequeueResult, requeue_failed
 from s3wq.ops.status import queue_status
 from s3wq.protocol import clock
-from s3wq.protocol.bodies import ERROR, FAILED, HELD, LOST, RELEASED, REQUEUED, LockBody
+from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.store import S3Backend, layout
 
@@ -62,11 +62,11 @@ class Scenario:
 
 SCENARIOS = [
     # W's last attempt raised: W writes the flag, then marks the lock.
-    Scenario("last-attempt-raised", MAX_ATTEMPTS, ERROR, ERROR_TEXT, flag_already_written=False),
+    Scenario("last-attempt-raised", MAX_ATTEMPTS, Outcome.ERROR, ERROR_TEXT, flag_already_written=False),
     # A holder wrote the flag at the last attempt and died; W took its lock over
     # (attempt MAX_ATTEMPTS + 1) and, as Worker._attempt does, records it lost:
     # its flag create finds the flag, then it marks the lock.
-    Scenario("took-over-after-holder-died", MAX_ATTEMPTS + 1, LOST, LOST_TEXT, flag_already_written=True),
+    Scenario("took-over-after-holder-died", MAX_ATTEMPTS + 1, Outcome.LOST, LOST_TEXT, flag_already_written=True),
 ]
 
 # A gate waiting for the scheduler, or the scheduler waiting for an actor to
@@ -334,18 +334,18 @@ def claim_at_last_attempt(backend: S3Backend, group: Group, *, lease: float) -> 
         claim = protocol.next_attempt(claim, f"{ERROR_TEXT} (attempt {claim.attempt})", budget=None)
         assert claim is not None
     stored = LockBody.decode(backend.read(layout.lock_key(group.hash)).body)
-    assert (stored.state, stored.attempt, stored.owner) == (HELD, MAX_ATTEMPTS, claim.owner)
+    assert (stored.state, stored.attempt, stored.owner) == (LockState.HELD, MAX_ATTEMPTS, claim.owner)
     return protocol, claim
 
 
 @dataclass
-class Outcome:
+class SettledState:
     kind: str  # "failed" or "requeued"
     lock: LockBody
     status: dict
 
 
-def settled_state(backend: S3Backend, group: Group, scenario: Scenario, context: str) -> Outcome:
+def settled_state(backend: S3Backend, group: Group, scenario: Scenario, context: str) -> SettledState:
     """Exactly one of: failed (flag and a failed lock) or requeued (no flag, a released lock at attempt 1); never stuck."""
     flagged = backend.exists(layout.failed_key(group.hash))
     stored = backend.read(layout.lock_key(group.hash))  # never deleted: a failed lock is kept, a requeued one is released
@@ -353,22 +353,22 @@ def settled_state(backend: S3Backend, group: Group, scenario: Scenario, context:
     status = queue_status(backend)
     assert lock is not None, f"unparsable lock {stored.body!r}; {context}"
     assert list(backend.list_keys("done_flags/")) == [], context
-    failed = flagged and lock.state == FAILED
-    requeued = not flagged and (lock.state, lock.outcome, lock.attempt, lock.next_attempt) == (RELEASED, REQUEUED, 1, 1)
+    failed = flagged and lock.state == LockState.FAILED
+    requeued = not flagged and (lock.state, lock.outcome, lock.attempt, lock.next_attempt) == (LockState.RELEASED, Outcome.REQUEUED, 1, 1)
     assert failed != requeued, f"neither failed nor requeued: flag={flagged}, lock={lock}; {context}"
     if failed:
         assert (lock.attempt, lock.outcome, lock.counted, lock.error) == (scenario.w_attempt, scenario.outcome, True, scenario.error), (
             context
         )
         flag = json.loads(backend.read(layout.failed_key(group.hash)).body)
-        assert (flag["hash"], flag["attempts"], flag["kind"], flag["error"]) == (group.hash, MAX_ATTEMPTS, ERROR, ERROR_TEXT), (
+        assert (flag["hash"], flag["attempts"], flag["kind"], flag["error"]) == (group.hash, MAX_ATTEMPTS, Outcome.ERROR, ERROR_TEXT), (
             f"{flag}; {context}"
         )
         assert (status["failed"], status["locked"], status["pending"], status["done"]) == (1, 0, 0, 0), f"{status}; {context}"
-        return Outcome("failed", lock, status)
+        return SettledState("failed", lock, status)
     assert lock.counted is False and lock.worker_id == "requeue-failed", context
     assert (status["pending"], status["failed"], status["locked"], status["done"]) == (1, 0, 0, 0), f"{status}; {context}"
-    return Outcome("requeued", lock, status)
+    return SettledState("requeued", lock, status)
 
 
 @dataclass
@@ -423,7 +423,7 @@ def run_interleaving(s3_client, bucket: str, scenario: Scenario, number: int, ch
         scheduler,
         {
             W: lambda: w_protocol.finalize_failed(
-                claim, group, scenario.error, outcome=scenario.outcome, attempts=None if scenario.outcome == ERROR else MAX_ATTEMPTS
+                claim, group, scenario.error, outcome=scenario.outcome, attempts=None if scenario.outcome == Outcome.ERROR else MAX_ATTEMPTS
             ),
             R: lambda: requeue_failed(r_backend),
         },
@@ -442,7 +442,9 @@ def run_interleaving(s3_client, bucket: str, scenario: Scenario, number: int, ch
     # A requeue that finds W still holding the lock leaves the group alone.
     r_writes = [t for t in scheduler.trace if t.actor == R and t.op in ("create", "replace", "delete", "write")]
     held_reads = [
-        t for t in requeue_lock_reads(scheduler.trace, group.hash) if t.error is None and LockBody.decode(t.result.body).state == HELD
+        t
+        for t in requeue_lock_reads(scheduler.trace, group.hash)
+        if t.error is None and LockBody.decode(t.result.body).state == LockState.HELD
     ]
     if held_reads:
         assert result.skipped_live == [group.hash] and result.requeued == [], f"R read W's live lock but reported {result}; {context}"
@@ -458,7 +460,7 @@ def run_interleaving(s3_client, bucket: str, scenario: Scenario, number: int, ch
         and t.op == "read"
         and t.key == layout.lock_key(group.hash)
         and t.error is None
-        and LockBody.decode(t.result.body).state == FAILED
+        and LockBody.decode(t.result.body).state == LockState.FAILED
         for t in scheduler.trace
     )
 
@@ -537,13 +539,13 @@ def test_a_stale_lock_left_at_the_last_attempt_is_requeued_and_run_again_from_at
         dying.finalize_failed(claim, group, ERROR_TEXT)
     assert backend.exists(layout.failed_key(group.hash))
     lock_key = layout.lock_key(group.hash)
-    assert LockBody.decode(backend.read(lock_key).body).state == HELD
+    assert LockBody.decode(backend.read(lock_key).body).state == LockState.HELD
     deadline = time.monotonic() + 15
     while backend.read(lock_key).age_seconds <= 1:
         assert time.monotonic() < deadline, "S3 never called the lock stale"
         time.sleep(0.25)
     stale = backend.read(lock_key)
-    assert (LockBody.decode(stale.body).state, LockBody.decode(stale.body).attempt) == (HELD, MAX_ATTEMPTS)
+    assert (LockBody.decode(stale.body).state, LockBody.decode(stale.body).attempt) == (LockState.HELD, MAX_ATTEMPTS)
     status = queue_status(backend)
     assert (status["failed"], status["locked"]) == (1, 0), status
 
@@ -552,7 +554,7 @@ def test_a_stale_lock_left_at_the_last_attempt_is_requeued_and_run_again_from_at
     assert (result.requeued, result.skipped_live) == ([group.hash], [])
     assert list(backend.list_keys("failed_flags/")) == []
     lock = LockBody.decode(backend.read(lock_key).body)
-    assert (lock.state, lock.outcome, lock.attempt, lock.next_attempt) == (RELEASED, REQUEUED, 1, 1)
+    assert (lock.state, lock.outcome, lock.attempt, lock.next_attempt) == (LockState.RELEASED, Outcome.REQUEUED, 1, 1)
     status = queue_status(backend)
     assert (status["pending"], status["failed"], status["locked"]) == (1, 0, 0), status
 

@@ -14,10 +14,10 @@ import pytest
 from support import recount_status
 
 from s3wq.index import WorkIndex, encode_groups, make_groups
-from s3wq.model import Group
+from s3wq.model import Group, LockState
 from s3wq.ops.inspection import failed_groups, list_failures
 from s3wq.ops.status import index_counts, listed_hashes, partition_digits, queue_status
-from s3wq.protocol.bodies import FAILED, RELEASED, LockBody
+from s3wq.protocol.bodies import LockBody
 from s3wq.store import S3Backend, counting_requests, layout, request_counts
 from s3wq.store import s3 as s3_module
 
@@ -56,15 +56,15 @@ def counted_workspace(s3_client, bucket) -> tuple[S3Backend, list[Group]]:
             objects[layout.failed_key(h)] = json.dumps(
                 {"hash": h, "paths": list(group.paths), "attempts": 3, "error": f"boom {n}"}
             ).encode()
-            objects[layout.lock_key(h)] = held(h, FAILED)
+            objects[layout.lock_key(h)] = held(h, LockState.FAILED)
         elif n % 17 == 3:
-            objects[layout.lock_key(h)] = held(h, FAILED)  # its flag deleted by hand
+            objects[layout.lock_key(h)] = held(h, LockState.FAILED)  # its flag deleted by hand
         elif n % 11 == 4:
             objects[layout.lock_key(h)] = held(h)
         elif n % 7 == 4:
             objects[layout.lock_key(h)] = b""  # olmocr's
         elif n % 5 == 4:
-            objects[layout.lock_key(h)] = held(h, RELEASED)
+            objects[layout.lock_key(h)] = held(h, LockState.RELEASED)
     objects.update({"done_flags/done_not-a-hash.flag": b"", "worker_locks/worker_" + "A" * 40 + ".lock": b"", "failed_flags/x.json": b"{}"})
     write_all(backend, objects)
     # Another workspace in the same bucket, whose flags must not be counted.

@@ -17,8 +17,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 

@@ -26,8 +26,9 @@ from s3wq.host import sandbox
 from s3wq.host.runners import HostRunner
 from s3wq.host.sandbox import ProcessorHost
 from s3wq.host.stopping import GracefulStop
+from s3wq.model import LockState
 from s3wq.protocol import clock
-from s3wq.protocol.bodies import HELD, LockBody
+from s3wq.protocol.bodies import LockBody
 from s3wq.store import layout
 
 from .escaping_processor import FROZEN, HOST_DIR_ENV, PID_DIR_ENV, RETURNING, DeathWatch, helpers, holder_overlap_seconds
@@ -268,6 +269,6 @@ def test_a_host_that_cannot_show_its_run_gone_leaves_the_lock_to_go_stale(s3_bac
     lock = LockBody.decode(s3_backend.read(layout.lock_key(hash_)).body)
     print(f"\nunkillable host: lock {lock.state} by {lock.worker_id}; lost_locks {report.lost_locks}, interrupted {report.interrupted}")
     # Not handed back: the lock is left to its lease, which is what a taker honours.
-    assert (lock.state, lock.worker_id) == (HELD, "A")
+    assert (lock.state, lock.worker_id) == (LockState.HELD, "A")
     assert (report.lost_locks, report.interrupted) == (1, 0)
     assert not s3_backend.exists(layout.done_key(hash_))

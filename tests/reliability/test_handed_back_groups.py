@@ -23,8 +23,9 @@ from s3wq import Worker, WorkerSettings, WorkIndex, open_backend
 from s3wq.errors import ObjectNotFound
 from s3wq.host.runners import HostRunner
 from s3wq.host.sandbox import ProcessorHost
+from s3wq.model import LockState, Outcome
 from s3wq.ops.status import queue_status
-from s3wq.protocol.bodies import FAILED, HELD, TIMEOUT, LockBody
+from s3wq.protocol.bodies import LockBody
 from s3wq.store import layout
 
 from .heartbeat_processor import MARK_DIR_ENV, ONLY_FIRST_ENV, SECONDS_ENV, SECONDS_FOR_ENV, overlap_seconds, read_runs
@@ -68,7 +69,7 @@ class SlowStore:
         if self._starting:
             time.sleep(self.start_seconds)  # a takeover: the claim
         new = LockBody.decode(body) if key.startswith("worker_locks/") else None
-        if new is not None and new.state == HELD:
+        if new is not None and new.state == LockState.HELD:
             try:
                 current = LockBody.decode(self.inner.read(key).body)
             except ObjectNotFound:
@@ -188,9 +189,9 @@ def test_a_hung_group_fails_after_max_attempts_worker_lives_however_slow_each_st
     assert reports[-1].failed == 1
     assert [r.attempt for r in runs if r.hash == hung] == list(range(1, max_attempts + 1))
     flag = json.loads(backend.read(layout.failed_key(hung)).body)
-    assert (flag["kind"], flag["attempts"], flag["worker_id"]) == (TIMEOUT, max_attempts, f"life{max_attempts}")
+    assert (flag["kind"], flag["attempts"], flag["worker_id"]) == (Outcome.TIMEOUT, max_attempts, f"life{max_attempts}")
     assert "ran out of time" in flag["error"]
-    assert LockBody.decode(backend.read(layout.lock_key(hung)).body).state == FAILED
+    assert LockBody.decode(backend.read(layout.lock_key(hung)).body).state == LockState.FAILED
 
     # One more worker of the same settings finishes the rest, and only then is the queue empty.
     last = run_worker(workspace, backend, settings, "finisher", position=0.0)

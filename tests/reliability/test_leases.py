@@ -25,13 +25,14 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support import run_cli
+from support import REPO_ROOT, run_cli
 
 from s3wq import Worker, WorkerSettings, WorkIndex
 from s3wq.dev.localcloud.runner import Invocation, LambdaRunner
 from s3wq.errors import ObjectNotFound
+from s3wq.model import LockState, Outcome
 from s3wq.ops.status import queue_status
-from s3wq.protocol.bodies import FAILED, HELD, INTERRUPTED, RELEASED, TIMEOUT, LockBody
+from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.store import layout
 
@@ -40,8 +41,7 @@ from .worker_processes import WorkerProcess, alive
 from .worker_processes import start_worker as start_worker_process
 
 PROCESSOR = "reliability.heartbeat_processor:process"
-REPO = Path(__file__).resolve().parent.parent.parent
-TESTS_DIR = REPO / "tests"
+TESTS_DIR = REPO_ROOT / "tests"
 
 
 def start_worker(workspace: str, name: str, *args: str, env: dict, log_dir: Path) -> WorkerProcess:
@@ -146,7 +146,7 @@ def test_a_worker_with_a_short_lease_never_takes_a_group_from_a_holder_with_a_lo
             assert a["renewals"] == 0 and len({v.etag for v in versions}) == 1
         else:
             # S3 saw A rewrite its own held lock, and A's run outlived the lease it started with.
-            assert len({v.etag for v in versions if v.owner == versions[0].owner and v.state == HELD}) >= 2, versions
+            assert len({v.etag for v in versions if v.owner == versions[0].owner and v.state == LockState.HELD}) >= 2, versions
             assert runs[0].seconds > holder_lease
     else:
         # A renewal came back too late (a loaded machine), and A stopped its run by its own clock before
@@ -192,8 +192,8 @@ def test_a_run_that_outlasts_its_worker_is_stopped_at_the_deadline_and_fails_as_
     # A run that had nearly its worker's full time counts; one that started late is handed on without.
     assert [r.attempt for r in runs][-1] == 3 and len(runs) >= 3
     flag = json.loads(s3_backend.read(layout.failed_key(hash_)).body)
-    assert (flag["kind"], flag["attempts"]) == (TIMEOUT, 3) and "ran out of time" in flag["error"]
-    assert lock_of(s3_backend, hash_).state == FAILED
+    assert (flag["kind"], flag["attempts"]) == (Outcome.TIMEOUT, 3) and "ran out of time" in flag["error"]
+    assert lock_of(s3_backend, hash_).state == LockState.FAILED
 
 
 def test_a_hung_processor_whose_lease_cannot_be_renewed_is_stopped_before_the_lease_ends(
@@ -301,7 +301,7 @@ def test_a_signal_mid_group_hands_the_group_back_for_an_immediate_takeover(
     print(
         f"\n{signal.Signals(signum).name}: A exited {code} after {exit_seconds:.2f} s; B took the group and was done in {taker_seconds:.2f} s"
     )
-    assert (lock.state, lock.outcome, lock.counted, lock.attempt) == (RELEASED, INTERRUPTED, False, 1)
+    assert (lock.state, lock.outcome, lock.counted, lock.attempt) == (LockState.RELEASED, Outcome.INTERRUPTED, False, 1)
     assert stopped.report()["interrupted"] == 1 and stopped.report()["stopped_reason"] == "interrupted"
     assert f"stopped by {signal.Signals(signum).name}" in stopped.stderr()
     assert [r.worker for r in runs] == ["A", "B"] and overlap_seconds(runs) == 0
@@ -473,7 +473,7 @@ def test_a_long_group_picked_up_late_by_a_lambda_is_handed_on_and_never_fails(
     long_hash = layout.group_hash([long_path])
     timeout = 8.0
     runner = LambdaRunner(
-        endpoint=s3_server.endpoint, lambdas_dir=REPO / "lambdas", log_dir=tmp_path / "lambda", extra_pythonpath=(str(TESTS_DIR),)
+        endpoint=s3_server.endpoint, lambdas_dir=REPO_ROOT / "lambdas", log_dir=tmp_path / "lambda", extra_pythonpath=(str(TESTS_DIR),)
     )
     worker = Invocation(
         function_name="worker",

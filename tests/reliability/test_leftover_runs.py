@@ -17,14 +17,15 @@ import sys
 import pytest
 
 from s3wq import WorkIndex
-from s3wq.protocol.bodies import FAILED, LockBody, load_object
+from s3wq.model import LockState
+from s3wq.protocol.bodies import LockBody, load_object
 from s3wq.store import layout
 
 from .leftover_processor import RAISED
 from .worker_processes import alive
 
 MAX_ATTEMPTS = 2
-# The kind as the docs name it, and as `failures` prints it: what users and their scripts match (bodies.LEFTOVER).
+# The kind as the docs name it, and as `failures` prints it: what users and their scripts match (Outcome.LEFTOVER).
 LEFTOVER = "leftover"
 
 
@@ -71,7 +72,7 @@ def test_a_run_that_leaves_a_child_running_is_a_failed_attempt_and_the_group_fai
     assert code == 1  # a group failed here
     assert (report["processed"], report["failed"], report["leftovers"], report["retried"]) == (0, 1, MAX_ATTEMPTS, MAX_ATTEMPTS - 1)
     lock = LockBody.decode(s3_backend.read(layout.lock_key(hash_)).body)
-    assert (lock.state, lock.outcome, lock.attempt) == (FAILED, LEFTOVER, MAX_ATTEMPTS)
+    assert (lock.state, lock.outcome, lock.attempt) == (LockState.FAILED, LEFTOVER, MAX_ATTEMPTS)
 
     failures = cli("failures", s3_workspace, env=child_env)
     assert f"{hash_}  attempts={MAX_ATTEMPTS}  kind={LEFTOVER}  the run left" in failures

@@ -19,11 +19,10 @@ import os
 import re
 import sys
 from functools import cache
-from pathlib import Path
 
 import pytest
+from support import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # Build the stack as tests/infra does (its helper module, the CDK app's imports).
 for _path in (REPO_ROOT / "tests" / "infra", REPO_ROOT / "lambdas", REPO_ROOT / "infra"):
     if str(_path) not in sys.path:

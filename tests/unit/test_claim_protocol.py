@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
 from s3wq.errors import ObjectNotFound
-from s3wq.model import Group
+from s3wq.model import Group, LockState, Outcome
 from s3wq.ops.repairs import requeue_failed
 from s3wq.ops.status import queue_status
 from s3wq.protocol import claims
-from s3wq.protocol.bodies import ERROR, FAILED, HELD, INTERRUPTED, RELEASED, REQUEUED, TIMEOUT, LockBody
+from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime
 from s3wq.store import LocalBackend, layout
 
@@ -73,7 +73,7 @@ def test_first_claim_creates_a_lock_recording_the_holders_lease(local_backend):
         claim.owner,
         "w1",
         1,
-        HELD,
+        LockState.HELD,
         45,
         30,
     )
@@ -194,22 +194,27 @@ def test_a_released_lock_is_taken_at_once_and_counts_only_counted_runs(local_bac
     holder = protocol(local_backend, "w1")
     first = holder.claim(HASH)
 
-    assert holder.hand_back(first, ERROR, counted=True, error="RuntimeError: boom") is True
+    assert holder.hand_back(first, Outcome.ERROR, counted=True, error="RuntimeError: boom") is True
     released = lock_body(local_backend)
-    assert (released.state, released.attempt, released.outcome, released.error) == (RELEASED, 1, ERROR, "RuntimeError: boom")
+    assert (released.state, released.attempt, released.outcome, released.error) == (
+        LockState.RELEASED,
+        1,
+        Outcome.ERROR,
+        "RuntimeError: boom",
+    )
 
     second = protocol(local_backend, "w2").claim(HASH)
     assert isinstance(second, Claim) and (second.attempt, second.reclaimed) == (2, False)
     assert holder.release(first) is False
 
-    assert protocol(local_backend, "w2").hand_back(second, INTERRUPTED, counted=False)
+    assert protocol(local_backend, "w2").hand_back(second, Outcome.INTERRUPTED, counted=False)
     third = protocol(local_backend, "w3").claim(HASH)
     assert third.attempt == 2  # an interrupted run used no attempt
 
 
 def test_a_group_that_ran_out_of_time_goes_only_to_a_worker_with_enough_time(local_backend):
     holder = protocol(local_backend, "w1")
-    holder.hand_back(holder.claim(HASH, budget=10), TIMEOUT, counted=False, needs_seconds=10)
+    holder.hand_back(holder.claim(HASH, budget=10), Outcome.TIMEOUT, counted=False, needs_seconds=10)
 
     short = protocol(local_backend, "short").claim(HASH, budget=15, full_budget=100)
     assert short == NotEnoughTime(needs_seconds=10)
@@ -265,7 +270,7 @@ def test_next_attempt_records_the_count_in_the_lock_first(local_backend):
 
     assert (again.attempt, again.owner) == (2, claim.owner)
     body = lock_body(local_backend)
-    assert (body.attempt, body.error, body.state, body.budget_seconds) == (2, "ValueError: bad page", HELD, 5)
+    assert (body.attempt, body.error, body.state, body.budget_seconds) == (2, "ValueError: bad page", LockState.HELD, 5)
     assert proto.next_attempt(claim, "stale etag", budget=5) is None
     assert lock_body(local_backend).attempt == 2
 
@@ -290,12 +295,12 @@ def test_a_failure_writes_the_flag_then_marks_the_lock_failed(local_backend):
     proto = protocol(local_backend, "w1")
     claim = proto.claim(HASH)
 
-    assert proto.finalize_failed(claim, GROUP, "RuntimeError: boom", outcome=TIMEOUT) is True
+    assert proto.finalize_failed(claim, GROUP, "RuntimeError: boom", outcome=Outcome.TIMEOUT) is True
 
     flag = json.loads(local_backend.read(layout.failed_key(HASH)).body)
-    assert (flag["kind"], flag["attempts"], flag["error"]) == (TIMEOUT, 1, "RuntimeError: boom")
+    assert (flag["kind"], flag["attempts"], flag["error"]) == (Outcome.TIMEOUT, 1, "RuntimeError: boom")
     body = lock_body(local_backend)
-    assert (body.state, body.outcome) == (FAILED, TIMEOUT)
+    assert (body.state, body.outcome) == (LockState.FAILED, Outcome.TIMEOUT)
     assert protocol(local_backend, "w2").claim(HASH) == Finished()
 
 
@@ -312,7 +317,7 @@ class Record:
 class LockModel:
     next_attempt: int  # the attempt a takeover would make
     etag: str | None  # None when the last write's ETag is unknown to the model
-    state: str = HELD
+    state: str = LockState.HELD
     stale: bool = False
 
 
@@ -352,15 +357,15 @@ class ClaimMachine(RuleBasedStateMachine):
     def claim(self, worker, hash_):
         lock = self.locks.get(hash_)
         result = self.protocols[worker].claim(hash_)
-        if lock is not None and lock.state == FAILED:
+        if lock is not None and lock.state == LockState.FAILED:
             assert result == Finished()
             return multiple()
-        if lock is not None and lock.state == HELD and not lock.stale:
+        if lock is not None and lock.state == LockState.HELD and not lock.stale:
             assert isinstance(result, Held)
             return multiple()
         assert isinstance(result, Claim), result
         assert result.attempt == (1 if lock is None else lock.next_attempt)
-        assert result.reclaimed == (lock is not None and lock.state == HELD and lock.stale)
+        assert result.reclaimed == (lock is not None and lock.state == LockState.HELD and lock.stale)
         record = Record(worker, result)
         self.live[hash_].append(record)
         assert len(self.live[hash_]) == 1, "two live claims on one group"
@@ -405,9 +410,14 @@ class ClaimMachine(RuleBasedStateMachine):
     @rule(record=records, counted=st.booleans())
     def hand_back(self, record, counted):
         expected = self._current(record)
-        assert self.protocols[record.worker].hand_back(record.claim, ERROR if counted else INTERRUPTED, counted=counted) is expected
+        assert (
+            self.protocols[record.worker].hand_back(record.claim, Outcome.ERROR if counted else Outcome.INTERRUPTED, counted=counted)
+            is expected
+        )
         if expected:
-            self.locks[record.claim.hash] = LockModel(next_attempt=record.claim.attempt + (1 if counted else 0), etag=None, state=RELEASED)
+            self.locks[record.claim.hash] = LockModel(
+                next_attempt=record.claim.attempt + (1 if counted else 0), etag=None, state=LockState.RELEASED
+            )
             self._drop(record)
 
     @rule(target=records, record=records)
@@ -429,19 +439,19 @@ class ClaimMachine(RuleBasedStateMachine):
         group = Group(record.claim.hash, ("p",))
         assert self.protocols[record.worker].finalize_failed(record.claim, group, "boom") is expected
         if expected:
-            self.locks[record.claim.hash] = LockModel(next_attempt=record.claim.attempt + 1, etag=None, state=FAILED)
+            self.locks[record.claim.hash] = LockModel(next_attempt=record.claim.attempt + 1, etag=None, state=LockState.FAILED)
             self._drop(record)
 
     @rule(hash_=st.sampled_from(HASHES))
     def requeue(self, hash_):
         lock = self.locks.get(hash_)
-        failed = lock is not None and lock.state == FAILED and hash_ not in self.done_owner
+        failed = lock is not None and lock.state == LockState.FAILED and hash_ not in self.done_owner
         if not failed:
             return
         result = requeue_failed(self.backend, [hash_])
         assert result.requeued == [hash_]
-        assert LockBody.decode(self.backend.read(layout.lock_key(hash_)).body).outcome == REQUEUED
-        self.locks[hash_] = LockModel(next_attempt=1, etag=None, state=RELEASED)
+        assert LockBody.decode(self.backend.read(layout.lock_key(hash_)).body).outcome == Outcome.REQUEUED
+        self.locks[hash_] = LockModel(next_attempt=1, etag=None, state=LockState.RELEASED)
 
     @rule(record=records)
     def mark_done(self, record):

@@ -20,9 +20,10 @@ from memory_store import MemoryBackend
 
 from s3wq.config import MIN_RUN_SECONDS
 from s3wq.errors import StorageError
+from s3wq.model import RunStop
 from s3wq.protocol import clock
 from s3wq.protocol.claims import ClaimProtocol
-from s3wq.protocol.lease import EXPIRED, LOST, TIMEOUT, LeaseKeeper, lease_margin
+from s3wq.protocol.lease import LeaseKeeper, lease_margin
 from s3wq.protocol.time_rules import FULL_SHARE, enough_time, timeout_counts
 from s3wq.store import layout
 
@@ -104,7 +105,7 @@ def test_a_lambda_run_inside_its_lease_never_renews(fake_clock, store):
 
     keeper = keeper_for(proto, proto.renew(claim), fake_clock.t + 890)
     store.replaces = 0
-    assert run_until_stop(keeper, fake_clock) == TIMEOUT
+    assert run_until_stop(keeper, fake_clock) == RunStop.TIMEOUT
     assert (keeper.renewals, store.replaces) == (0, 0)
 
 
@@ -136,7 +137,7 @@ def test_a_taken_lock_stops_the_processor_at_the_next_renewal(fake_clock, store)
     keeper = keeper_for(proto, claim, None)
     store.write(layout.lock_key(HASH), b'{"taken": "by an operator"}')
 
-    assert run_until_stop(keeper, fake_clock) == LOST
+    assert run_until_stop(keeper, fake_clock) == RunStop.LOST
     assert fake_clock.t == pytest.approx(claim.sent_at + 10)
     assert not keeper.state.held()
 
@@ -147,7 +148,7 @@ def test_an_unreachable_store_stops_the_processor_before_the_lease_ends(fake_clo
     keeper = keeper_for(proto, claim, None)
     store.down = True
 
-    assert run_until_stop(keeper, fake_clock) == EXPIRED
+    assert run_until_stop(keeper, fake_clock) == RunStop.EXPIRED
     # Stopped at the margin before the lease's end: no taker can have started yet.
     assert fake_clock.t < claim.sent_at + 30
     assert fake_clock.t >= claim.sent_at + 30 - lease_margin(30)
@@ -189,7 +190,7 @@ def test_while_renewals_succeed_a_run_stops_only_at_its_time_limit(lease, runs, 
         # Compared as the keeper sees them, on the clock: 1000 + 0.01 and
         # 1000 + 0.010000000000000002 are one float, a tie, though limit < run.
         if stop_at is not None and stop_at < finishes_at:
-            assert verdict == TIMEOUT
+            assert verdict == RunStop.TIMEOUT
         elif stop_at is None or stop_at > finishes_at:
             assert verdict is None
         hold = min(lease, proto.foreign_lock_timeout)

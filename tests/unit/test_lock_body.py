@@ -10,18 +10,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS, MAX_LEASE_SECONDS
-from s3wq.protocol.bodies import (
-    FAILED,
-    HELD,
-    MAX_ATTEMPT,
-    OUTCOMES,
-    RELEASED,
-    STATES,
-    LockBody,
-    Unparseable,
-    load_object,
-    strict_json,
-)
+from s3wq.model import LockState
+from s3wq.protocol.bodies import MAX_ATTEMPT, OUTCOMES, STATES, LockBody, Unparseable, load_object, strict_json
 
 text = st.text(max_size=40)
 seconds = st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -108,16 +98,21 @@ def test_a_lock_from_the_first_format_is_read_with_the_foreign_lease():
         "error": "boom",
     }
     decoded = LockBody.decode(json.dumps(first).encode())
-    assert (decoded.state, decoded.lease_seconds, decoded.attempt, decoded.error) == (FAILED, FOREIGN_LOCK_TIMEOUT_SECONDS, 2, "boom")
+    assert (decoded.state, decoded.lease_seconds, decoded.attempt, decoded.error) == (
+        LockState.FAILED,
+        FOREIGN_LOCK_TIMEOUT_SECONDS,
+        2,
+        "boom",
+    )
     released = LockBody.decode(json.dumps({**first, "failed": False, "released": True}).encode())
-    assert (released.state, released.next_attempt) == (RELEASED, 3)
+    assert (released.state, released.next_attempt) == (LockState.RELEASED, 3)
     held = LockBody.decode(json.dumps({**first, "failed": False}).encode())
-    assert held.state == HELD
+    assert held.state == LockState.HELD
 
 
 @pytest.mark.parametrize(
     "state, counted, expected",
-    [(HELD, False, 4), (RELEASED, True, 4), (RELEASED, False, 3), (FAILED, True, 4)],
+    [(LockState.HELD, False, 4), (LockState.RELEASED, True, 4), (LockState.RELEASED, False, 3), (LockState.FAILED, True, 4)],
     ids=["lost-holder-counts", "counted-release", "uncounted-release", "failed"],
 )
 def test_the_next_attempt_counts_only_runs_that_used_one_up(state, counted, expected):
@@ -127,8 +122,8 @@ def test_the_next_attempt_counts_only_runs_that_used_one_up(state, counted, expe
 
 def test_a_rewrite_keeps_the_claim_and_changes_only_the_write_id_and_what_was_asked():
     body = LockBody(owner="w:1", worker_id="w", attempt=1, lease_seconds=60)
-    again = body.rewritten(state=RELEASED)
-    assert (again.owner, again.attempt, again.state) == ("w:1", 1, RELEASED)
+    again = body.rewritten(state=LockState.RELEASED)
+    assert (again.owner, again.attempt, again.state) == ("w:1", 1, LockState.RELEASED)
     assert again.write_id != body.write_id and again.encode() != body.encode()
 
 

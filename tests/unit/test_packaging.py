@@ -16,7 +16,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from support import REPO_ROOT
+
 PACKAGE = REPO_ROOT / "lambdas" / "s3wq"
 # The developer's tools: they may import what only the extras install.
 DEV_TOOLS = PACKAGE / "dev"

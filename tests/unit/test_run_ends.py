@@ -16,8 +16,9 @@ import pytest
 
 from s3wq import Worker, WorkerSettings, WorkIndex
 from s3wq.host.run_ends import Raised, Returned
+from s3wq.model import LockState, Outcome
 from s3wq.protocol import clock
-from s3wq.protocol.bodies import ERROR, FAILED, LEFTOVER, LockBody, load_object
+from s3wq.protocol.bodies import LockBody, load_object
 from s3wq.protocol.claims import ClaimProtocol
 from s3wq.protocol.lease import LeaseKeeper, lease_margin
 from s3wq.protocol.tracebacks import ErrorFrame
@@ -33,14 +34,14 @@ HASH = layout.group_hash(["s3://inputs/a.pdf"])
 def test_a_run_that_returned_or_raised_with_nothing_left_running_is_judged_as_before():
     assert failure_of(Returned()) is None
     failure = failure_of(Raised("ValueError: bad", "Traceback...", ErrorFrame("p.py", 3, "process", "x()")))
-    assert (failure.kind, failure.error, failure.bug, failure.frame.line) == (ERROR, "ValueError: bad", "ValueError: bad", 3)
+    assert (failure.kind, failure.error, failure.bug, failure.frame.line) == (Outcome.ERROR, "ValueError: bad", "ValueError: bad", 3)
 
 
 def test_a_run_that_left_work_running_failed_whether_it_returned_or_raised():
     returned = failure_of(Returned(2, ("a",), leftovers="1 process (sleep)"))
-    assert returned.kind == LEFTOVER and "1 process (sleep)" in returned.error
+    assert returned.kind == Outcome.LEFTOVER and "1 process (sleep)" in returned.error
     raised = failure_of(Raised("ValueError: bad", "Traceback...", ErrorFrame("p.py", 3, "process"), leftovers="1 thread (poller)"))
-    assert raised.kind == LEFTOVER
+    assert raised.kind == Outcome.LEFTOVER
     assert "1 thread (poller)" in raised.error and "ValueError: bad" in raised.error  # what was left, and what it raised
     assert (raised.traceback, raised.frame.function) == ("Traceback...", "process")
 
@@ -70,13 +71,15 @@ def test_a_worker_never_records_done_for_a_run_that_left_work_behind_and_fails_i
     assert (report.processed, report.failed, report.leftovers, report.retried) == (0, 1, 2, 1)
     assert not local_backend.exists(layout.done_key(HASH))
     flag = load_object(local_backend.read(layout.failed_key(HASH)).body)
-    assert (flag["kind"], flag["attempts"]) == (LEFTOVER, 2) and "1 process (sleep)" in flag["error"]
+    assert (flag["kind"], flag["attempts"]) == (Outcome.LEFTOVER, 2) and "1 process (sleep)" in flag["error"]
     lock = LockBody.decode(local_backend.read(layout.lock_key(HASH)).body)
-    assert (lock.state, lock.outcome) == (FAILED, LEFTOVER)
+    assert (lock.state, lock.outcome) == (LockState.FAILED, Outcome.LEFTOVER)
 
 
 def test_a_lock_handed_back_as_leftover_reads_back_as_s3wqs_own():
-    body = LockBody(owner="w1:x", worker_id="w1", attempt=1, lease_seconds=30).rewritten(state="released", outcome=LEFTOVER, counted=True)
+    body = LockBody(owner="w1:x", worker_id="w1", attempt=1, lease_seconds=30).rewritten(
+        state="released", outcome=Outcome.LEFTOVER, counted=True
+    )
     # An outcome the reader does not know would make the lock foreign: honoured for olmocr's 1,800 s.
     assert LockBody.decode(body.encode()) == body
 

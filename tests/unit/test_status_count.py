@@ -21,10 +21,10 @@ from support import recount_status
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.index import WorkIndex, encode_groups, make_groups
-from s3wq.model import Group
+from s3wq.model import Group, LockState
 from s3wq.ops.inspection import failed_groups, inspect_group, list_failures
 from s3wq.ops.status import MAX_PARTITION_GROUPS, flag_partitions, partition_digits, queue_status
-from s3wq.protocol.bodies import FAILED, RELEASED, LockBody
+from s3wq.protocol.bodies import LockBody
 from s3wq.store import LocalBackend, layout
 
 LEASE = 600.0
@@ -72,7 +72,7 @@ def lock_body(kind: str, hash_: str) -> bytes:
         return b""
     if kind == "junk-lock":
         return b'{"owner": 1e999}'
-    state = {"failed-lock": FAILED, "released": RELEASED}.get(kind, "held")
+    state = {"failed-lock": LockState.FAILED, "released": LockState.RELEASED}.get(kind, "held")
     return LockBody(owner=f"w:{hash_[:6]}", worker_id="w", attempt=1, lease_seconds=LEASE, state=state).encode()
 
 

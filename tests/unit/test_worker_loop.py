@@ -13,9 +13,10 @@ from s3wq.config import WorkerSettings
 from s3wq.errors import ObjectNotFound, StorageError
 from s3wq.host.stopping import GracefulStop
 from s3wq.index import WorkIndex
+from s3wq.model import LockState, Outcome
 from s3wq.ops.status import queue_status
 from s3wq.protocol import clock
-from s3wq.protocol.bodies import FAILED, LOST, TIMEOUT, LockBody
+from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import ClaimProtocol
 from s3wq.protocol.lease import LeaseState
 from s3wq.store import layout
@@ -79,7 +80,7 @@ def test_a_group_fails_after_its_attempts_with_the_kind_of_failure_recorded(loca
     assert (doc["hash"], doc["paths"], doc["attempts"], doc["kind"], doc["worker_id"]) == (group.hash, list(group.paths), 3, "error", "w1")
     assert "RuntimeError: disk on fire" in doc["error"]
     # The lock stays, marked failed, so that no worker starts the group over.
-    assert LockBody.decode(local_backend.read(layout.lock_key(group.hash)).body).state == FAILED
+    assert LockBody.decode(local_backend.read(layout.lock_key(group.hash)).body).state == LockState.FAILED
     assert queue_status(local_backend) == {
         "groups": 1,
         "paths": 2,
@@ -107,7 +108,7 @@ def test_a_group_whose_holders_all_vanished_fails_as_lost_without_running(local_
     assert processor.calls == []
     assert (report.failed, report.reclaimed) == (1, 1)
     doc = json.loads(local_backend.read(layout.failed_key(group.hash)).body)
-    assert (doc["attempts"], doc["kind"]) == (3, LOST)
+    assert (doc["attempts"], doc["kind"]) == (3, Outcome.LOST)
 
 
 def test_a_worker_without_time_claims_nothing(local_backend):
@@ -140,7 +141,7 @@ def test_a_worker_leaves_a_group_a_live_worker_holds(local_backend):
 def test_a_worker_leaves_a_group_that_needs_more_time_than_it_has_left(local_backend):
     _first, timed_out = sorted(populated(local_backend, 2, 1), key=lambda g: g.hash)
     protocol = ClaimProtocol(local_backend, worker_id="earlier", lease_seconds=60)
-    protocol.hand_back(protocol.claim(timed_out.hash, budget=20), TIMEOUT, counted=False, needs_seconds=20)
+    protocol.hand_back(protocol.claim(timed_out.hash, budget=20), Outcome.TIMEOUT, counted=False, needs_seconds=20)
     before = local_backend.read(layout.lock_key(timed_out.hash)).body
     left = {"seconds": 60.0}
 
@@ -164,7 +165,7 @@ def test_a_worker_leaves_a_group_that_needs_more_time_than_it_has_left(local_bac
     lock, earlier = LockBody.decode(local_backend.read(layout.lock_key(timed_out.hash)).body), LockBody.decode(before)
     assert (lock.state, lock.outcome, lock.counted, lock.attempt, lock.needs_seconds) == (
         earlier.state,
-        TIMEOUT,
+        Outcome.TIMEOUT,
         False,
         earlier.attempt,
         20,

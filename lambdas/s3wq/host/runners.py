@@ -50,14 +50,12 @@ from s3wq.store import Backend
 
 log = logging.getLogger("s3wq")
 
-INTERRUPTED, UNKILLABLE = RunStop.INTERRUPTED, RunStop.UNKILLABLE
-
 
 @dataclass(frozen=True)
 class Stopped:
     """The worker stopped the run: ``timeout``, ``lost``, ``expired``, ``interrupted`` or ``unkillable``."""
 
-    reason: str
+    reason: RunStop
 
 
 RunEnd = Returned | Raised | Stopped
@@ -97,7 +95,7 @@ class HostRunner:
     def run(self, group: Group, keeper: LeaseKeeper, *, deadline_epoch: float) -> RunEnd:
         self._contained = True
         if not self.host.start(self._wake):
-            return Stopped(INTERRUPTED)
+            return Stopped(RunStop.INTERRUPTED)
         verdict = keeper.tick()  # a host restarted after a crash may have taken the lease's time
         if verdict is not None:
             return Stopped(verdict)
@@ -116,14 +114,14 @@ class HostRunner:
             while True:
                 end = self.host.wait(min(keeper.next_wakeup() - clock.now(), keeper.wait_slice), self._wake)
                 if isinstance(end, Unkillable):
-                    return Stopped(UNKILLABLE)
+                    return Stopped(RunStop.UNKILLABLE)
                 if end is not None:
                     return end
                 if self.stop is not None and self.stop.requested:
-                    return Stopped(INTERRUPTED if self.host.kill() else UNKILLABLE)
+                    return Stopped(RunStop.INTERRUPTED if self.host.kill() else RunStop.UNKILLABLE)
                 verdict = keeper.tick()
                 if verdict is not None:
-                    return Stopped(verdict if self.host.kill() else UNKILLABLE)
+                    return Stopped(verdict if self.host.kill() else RunStop.UNKILLABLE)
                 if keeper.state.valid_until != reported:
                     reported = keeper.state.valid_until
                     self.host.lease(reported)

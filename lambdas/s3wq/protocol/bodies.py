@@ -28,11 +28,8 @@ MAX_ERROR_CHARS = 2000
 # The end of a processor's traceback a failed flag keeps: what `s3wq failures` shows, in one small object.
 MAX_TRACEBACK_CHARS = 8000
 
-# The protocol's words, as the lock bodies spell them (defined once, in s3wq.model).
-HELD, RELEASED, FAILED = LockState.HELD, LockState.RELEASED, LockState.FAILED
+# Every state and outcome a lock body may hold (the words are defined once, in s3wq.model).
 STATES = tuple(LockState)
-ERROR, TIMEOUT, LOST, INTERRUPTED = Outcome.ERROR, Outcome.TIMEOUT, Outcome.LOST, Outcome.INTERRUPTED
-LEFTOVER, OPERATOR, REQUEUED, FINISHED = Outcome.LEFTOVER, Outcome.OPERATOR, Outcome.REQUEUED, Outcome.FINISHED
 OUTCOMES = tuple(Outcome)
 
 
@@ -119,7 +116,7 @@ class LockBody:
     lease_seconds: float
     claimed_at: str = field(default_factory=now_iso)
     budget_seconds: float | None = None
-    state: str = HELD
+    state: str = LockState.HELD
     outcome: str | None = None
     counted: bool = False
     needs_seconds: float | None = None
@@ -135,12 +132,12 @@ class LockBody:
 
     @property
     def held(self) -> bool:
-        return self.state == HELD
+        return self.state == LockState.HELD
 
     @property
     def next_attempt(self) -> int:
         """The attempt number of the run that takes this lock over."""
-        if self.state == HELD:  # taken over from a holder that vanished: a lost run counts
+        if self.state == LockState.HELD:  # taken over from a holder that vanished: a lost run counts
             return self.attempt + 1
         return self.attempt + 1 if self.counted else self.attempt
 
@@ -201,7 +198,7 @@ def _from_first_format(doc: dict) -> dict:
         raise Unparseable("released and failed must be true or false")
     return {
         **doc,
-        "state": FAILED if failed else RELEASED if released else HELD,
+        "state": LockState.FAILED if failed else LockState.RELEASED if released else LockState.HELD,
         "counted": True,
         "lease_seconds": FOREIGN_LOCK_TIMEOUT_SECONDS,
         "write_id": doc.get("write_id") or "first-format",

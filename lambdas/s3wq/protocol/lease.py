@@ -45,9 +45,6 @@ _RETRY_SECONDS = 1.0
 # How often to look whether a renewal in flight has come back.
 _POLL_SECONDS = 0.1
 
-# A lease's verdicts on a run (s3wq.model.RunStop says what each means).
-TIMEOUT, LOST, EXPIRED = RunStop.TIMEOUT, RunStop.LOST, RunStop.EXPIRED
-
 
 def lease_margin(lease_seconds: float) -> float:
     """How long before its lease ends a holder stops its processor: time to kill it, and clock drift."""
@@ -128,7 +125,7 @@ class LeaseKeeper:
         """The longest single wait: a wait's own timer stands still while the machine sleeps."""
         return self.margin / 2
 
-    def _collect(self) -> str | None:
+    def _collect(self) -> RunStop | None:
         """Take in a finished renewal; LOST if it found the lock taken."""
         renewal, self._renewal = self._renewal, None
         try:
@@ -140,26 +137,26 @@ class LeaseKeeper:
             return None
         if renewed is None:
             self.state.lost = True
-            return LOST
+            return RunStop.LOST
         self.renewals += 1
         self._written(renewed)
         return None
 
-    def tick(self) -> str | None:
+    def tick(self) -> RunStop | None:
         """Renew if due; None while the processor may go on, else why it must stop now."""
         if self.stop_at is not None and clock.now() >= self.stop_at:
-            return TIMEOUT
-        if self._renewal is not None and self._renewal.done() and self._collect() == LOST:
-            return LOST
+            return RunStop.TIMEOUT
+        if self._renewal is not None and self._renewal.done() and self._collect() == RunStop.LOST:
+            return RunStop.LOST
         if clock.now() >= self.state.valid_until:
             self.state.lost = True
-            return EXPIRED
+            return RunStop.EXPIRED
         if self._renewal is None and self._renewing() and clock.now() >= self._next_renewal:
             if self._executor is None:
                 self._executor = self._own_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3wq-renew")
             self._renewal = self._executor.submit(self.protocol.renew, self.claim)
-            if self._renewal.done() and self._collect() == LOST:
-                return LOST
+            if self._renewal.done() and self._collect() == RunStop.LOST:
+                return RunStop.LOST
         return None
 
     def settle(self) -> None:

@@ -59,7 +59,7 @@ class ClaimAhead:
     queue; claimed a moment before it is needed, it waits a moment.
 
     Once made, the claim is kept fresh by ``keep`` until the run in front
-    ends (see Worker._keep_claim_ahead).
+    ends (see Claimer.keep_ahead).
     """
 
     def __init__(

@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 
 from s3wq.host.run_ends import Raised, Returned
-from s3wq.protocol.bodies import ERROR, LEFTOVER, MAX_ERROR_CHARS
+from s3wq.model import Outcome
+from s3wq.protocol.bodies import MAX_ERROR_CHARS
 from s3wq.protocol.tracebacks import ErrorFrame
 
 
@@ -54,7 +55,7 @@ class Breaker:
 class Failure:
     """A run that returned or raised without finishing its group: the processor raised, or it left work running."""
 
-    kind: str  # ERROR or LEFTOVER
+    kind: Outcome  # ERROR or LEFTOVER
     error: str
     # What the breaker compares: the same text for the same bug.
     bug: str
@@ -73,7 +74,7 @@ def failure_of(end: Returned | Raised) -> Failure | None:
     """
     raised = end if isinstance(end, Raised) else None
     if not end.leftovers:
-        return None if raised is None else Failure(ERROR, raised.error, raised.error, raised.traceback, raised.frame)
+        return None if raised is None else Failure(Outcome.ERROR, raised.error, raised.error, raised.traceback, raised.frame)
 
     def error(left: str) -> str:
         text = f"the run left {left} running behind it"
@@ -85,5 +86,5 @@ def failure_of(end: Returned | Raised) -> Failure | None:
     # (a thread's "Thread-7", a process id): the breaker compares the rest.
     bug = error(re.sub(r"\d+", "#", end.leftovers))
     if raised is None:
-        return Failure(LEFTOVER, error(end.leftovers), bug)
-    return Failure(LEFTOVER, error(end.leftovers), bug, raised.traceback, raised.frame)
+        return Failure(Outcome.LEFTOVER, error(end.leftovers), bug)
+    return Failure(Outcome.LEFTOVER, error(end.leftovers), bug, raised.traceback, raised.frame)

@@ -13,19 +13,43 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from s3wq.model import Group, GroupOutcome
+from s3wq.config import WorkerSettings
+from s3wq.host.runners import Runner
+from s3wq.model import Group, GroupOutcome, RunStop
 from s3wq.protocol import clock
-from s3wq.protocol.claims import Claim, Finished, Held, NotEnoughTime
-from s3wq.protocol.lease import EXPIRED, LeaseKeeper
-from s3wq.worker.crew import Crew, CrewMember
+from s3wq.protocol.claims import Claim, ClaimProtocol, Finished, Held, NotEnoughTime
+from s3wq.protocol.lease import LeaseKeeper
+from s3wq.worker.budget import Budget
+from s3wq.worker.finish import Finisher
+from s3wq.worker.report import WorkerObserver, WorkerReport
 from s3wq.worker.walk import SegmentLoader, SegmentView, Walk, jump_into_largest_gap
 
 
-class Claimer(CrewMember):
+class Claimer:
     """Makes a worker's claims: along its walk, ahead of a run, and of single groups (the drain)."""
 
-    def __init__(self, crew: Crew, *, segments: SegmentLoader, rng: random.Random, stopping: Callable[..., bool]):
-        super().__init__(crew)
+    def __init__(
+        self,
+        *,
+        protocol: ClaimProtocol,
+        runner: Runner,
+        settings: WorkerSettings,
+        budget: Budget,
+        finisher: Finisher,
+        observer: WorkerObserver,
+        report: WorkerReport,
+        segments: SegmentLoader,
+        rng: random.Random,
+        stopping: Callable[..., bool],
+    ):
+        self.protocol = protocol
+        # Only to have the processor host up before a claim (see claim).
+        self.runner = runner
+        self.settings = settings
+        self.budget = budget
+        self.finisher = finisher
+        self.observer = observer
+        self.report = report
         self.segments = segments
         self.rng = rng
         # Whether to claim nothing more (Worker._stopping): given the time to keep, and whether to record why.
@@ -35,7 +59,7 @@ class Claimer(CrewMember):
         # When the locks of groups found held go stale, by group; only for groups last found held by others.
         self.stale_at: dict[str, float] = {}
 
-    def ahead(self, walk: Walk, running: Claim) -> tuple[Group, Claim] | None:
+    def claim_ahead(self, walk: Walk, running: Claim) -> tuple[Group, Claim] | None:
         """The next claim, made while ``running`` runs: only if there is time for both, and marked as made behind it."""
         return self.next(walk, reserve=self.budget.longest_group_seconds, behind=running)
 
@@ -49,27 +73,27 @@ class Claimer(CrewMember):
         ahead_of_a_run = reserve is not None
         reserve = reserve or 0.0
         while True:
-            if walk.view is None or not walk.ahead:
+            if walk.view is None or not walk.upcoming:
                 if walk.next_segment >= len(walk.refs) or self.stopping(reserve, record=not ahead_of_a_run):
                     return None
                 self._enter_next_segment(walk)
                 continue
-            view, ahead = walk.view, walk.ahead
-            if ahead[0].hash in view.finished:
-                ahead.popleft()
+            view, upcoming = walk.view, walk.upcoming
+            if upcoming[0].hash in view.finished:
+                upcoming.popleft()
                 continue
             # Checked before the group leaves the walk: a claim ahead that
             # stops here leaves it for the main walk.
             if self.stopping(reserve, record=not ahead_of_a_run):
                 return None
-            group = ahead.popleft()
+            group = upcoming.popleft()
             outcome = self.claim(group, checked_failed=view.listed, reserve=reserve, host_in_use=ahead_of_a_run, behind=behind)
             if isinstance(outcome, Claim):
                 return group, outcome
             if ahead_of_a_run and outcome == GroupOutcome.NOT_ENOUGH_TIME:
                 # Too little time with the run in front subtracted, not with
                 # this worker's whole time: the main walk tries it again.
-                ahead.appendleft(group)
+                upcoming.appendleft(group)
                 return None
             self._steer(walk, view, group, outcome)
 
@@ -79,7 +103,7 @@ class Claimer(CrewMember):
         walk.view = self.segments.load(walk.refs[(walk.first + n) % len(walk.refs)], walk.total_groups, previous=walk.view)
         # Only the first segment is entered part-way, at this worker's spot.
         cut = int((walk.spot - walk.first) * len(walk.view.groups)) if n == 0 else 0
-        walk.ahead = deque(walk.view.groups[cut:] + walk.view.groups[:cut])
+        walk.upcoming = deque(walk.view.groups[cut:] + walk.view.groups[:cut])
 
     def _steer(self, walk: Walk, view: SegmentView, group: Group, outcome: GroupOutcome | Held) -> None:
         """Walk on after a claim that did not take ``group``: note what is left of it, and jump if a peer is here."""
@@ -96,7 +120,7 @@ class Claimer(CrewMember):
             # We ran into a peer. Walking on would trail right behind
             # it, colliding at every step: jump into the largest
             # stretch left that nobody has finished, near its middle.
-            jump_into_largest_gap(walk.ahead, view.finished, self.rng)
+            jump_into_largest_gap(walk.upcoming, view.finished, self.rng)
 
     def claim(
         self, group: Group, *, checked_failed: bool, reserve: float = 0.0, host_in_use: bool = False, behind: Claim | None = None
@@ -112,8 +136,8 @@ class Claimer(CrewMember):
         # ever give a run (time only shrinks), so this claim is "full",
         # however long the start-up before it took.
         self.budget.first_claim(available)
-        budget = self.settings.run_budget(available)
-        claimed = self.protocol.claim(group.hash, budget=budget, full_budget=self.budget.full_run, behind=behind)
+        run_budget = self.settings.run_budget(available)
+        claimed = self.protocol.claim(group.hash, budget=run_budget, full_budget=self.budget.full_run, behind=behind)
         if not isinstance(claimed, Held):
             self.stale_at.pop(group.hash, None)
         if isinstance(claimed, Finished):
@@ -143,7 +167,7 @@ class Claimer(CrewMember):
             return GroupOutcome.ALREADY_FINISHED
         if behind is None:
             # What the run is judged by, once it starts (see GroupRunner.run).
-            self.claimed_with[claimed.owner] = budget
+            self.claimed_with[claimed.owner] = run_budget
         return claimed
 
     def keep_ahead(self, walk: Walk, claimed: tuple[Group, Claim], run_over: threading.Event) -> tuple[Group, Claim] | None:
@@ -167,7 +191,7 @@ class Claimer(CrewMember):
         keeper.settle()
         with self.report.tally() as report:
             report.renewals += keeper.renewals
-        if keeper.state.lost and verdict != EXPIRED:
+        if keeper.state.lost and verdict != RunStop.EXPIRED:
             # A renewal found the lock changed (an expired lease is not that:
             # the check before the run tries once more). Taken, by an olmocr
             # worker say: no attempt of ours ran, and the group is its

@@ -12,11 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from s3wq.config import MIN_RUN_SECONDS, WorkerSettings
 from s3wq.host.run_ends import Returned
-from s3wq.host.runners import UNKILLABLE, Stopped
-from s3wq.model import Group, GroupOutcome
-from s3wq.protocol.bodies import ERROR, INTERRUPTED, TIMEOUT
+from s3wq.host.runners import Stopped
+from s3wq.model import Group, GroupOutcome, Outcome, RunStop
 from s3wq.protocol.claims import Claim, ClaimProtocol
-from s3wq.protocol.lease import EXPIRED, LeaseState
+from s3wq.protocol.lease import LeaseState
 from s3wq.protocol.time_rules import timeout_counts
 from s3wq.protocol.tracebacks import ErrorFrame
 from s3wq.worker.budget import Budget
@@ -64,7 +63,9 @@ class Finisher:
             self._lost_lock()
             log.warning("lock on %s was taken over before release", claim.hash)
 
-    def hand_back(self, claim: Claim, outcome: str, *, counted: bool, error: str | None = None, needs_seconds: float | None = None) -> None:
+    def hand_back(
+        self, claim: Claim, outcome: Outcome, *, counted: bool, error: str | None = None, needs_seconds: float | None = None
+    ) -> None:
         if not self.protocol.hand_back(claim, outcome, counted=counted, error=error, needs_seconds=needs_seconds):
             self._lost_lock()
 
@@ -84,7 +85,7 @@ class Finisher:
         Without, they go out here, before anything else runs.
         """
         if not lease.held():
-            return self.stopped(group, claim, Stopped(EXPIRED), 0.0)
+            return self.stopped(group, claim, Stopped(RunStop.EXPIRED), 0.0)
         if defer:
             if self._records is None:
                 self._records = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3wq-record")
@@ -129,7 +130,7 @@ class Finisher:
         claim: Claim,
         error: str,
         *,
-        outcome: str = ERROR,
+        outcome: Outcome = Outcome.ERROR,
         attempts: int | None = None,
         traceback: str = "",
         error_frame: ErrorFrame | None = None,
@@ -144,32 +145,36 @@ class Finisher:
         return GroupEnd.of(GroupOutcome.LOST, claim, heard=GroupOutcome.FAILED, counted=GroupOutcome.FAILED)
 
     def stopped(
-        self, group: Group, claim: Claim, end: Stopped, ran: float, *, budget: float | None = None, group_limited: bool = False
+        self, group: Group, claim: Claim, end: Stopped, ran: float, *, run_budget: float | None = None, group_limited: bool = False
     ) -> GroupEnd:
-        """A run the worker stopped: at a signal, at its time (``budget``, what the run had), or at a lost lease."""
-        if end.reason == INTERRUPTED:
-            self.hand_back(claim, INTERRUPTED, counted=False, error="stopped by a signal")
+        """A run the worker stopped: at a signal, at its time (``run_budget``, what the run had), or at a lost lease."""
+        # What the lock records, if anything is written: RunStop.recorded_as is the one mapping of a stop to an outcome.
+        outcome = end.reason.recorded_as
+        if end.reason == RunStop.INTERRUPTED:
+            self.hand_back(claim, outcome, counted=False, error="stopped by a signal")
             return GroupEnd.of(GroupOutcome.INTERRUPTED, claim)
-        if end.reason == TIMEOUT:
-            return self._timed_out(group, claim, ran, budget=budget, group_limited=group_limited)
+        if end.reason == RunStop.TIMEOUT:
+            return self._timed_out(group, claim, ran, outcome, run_budget=run_budget, group_limited=group_limited)
         # The lock was taken from us, or the store could not be reached for a
         # whole lease: the processor is stopped, and whatever we wrote now
         # could land after a new holder's writes. Only an expired lease that
         # nobody took yet is worth giving back.
-        if end.reason == UNKILLABLE:
+        if end.reason == RunStop.UNKILLABLE:
             # Kill means gone: a process of the run outlived its SIGKILL, so the lock is left to its lease, which a taker honours.
             log.warning("group %s: a process of the run would not die; its lock is left to run out its lease", group.hash)
         else:
             log.warning("group %s: lease %s; processor stopped", group.hash, end.reason)
-        if end.reason == EXPIRED:
+        if end.reason == RunStop.EXPIRED:
             # A store still out of reach raises StorageError here, and the
             # worker stops; its lock then goes stale by itself.
-            self.protocol.hand_back(claim, INTERRUPTED, counted=False, error="the lease could not be renewed")
+            self.protocol.hand_back(claim, outcome, counted=False, error="the lease could not be renewed")
         return GroupEnd.of(GroupOutcome.LOST, claim)
 
-    def _timed_out(self, group: Group, claim: Claim, ran: float, *, budget: float | None, group_limited: bool) -> GroupEnd:
+    def _timed_out(
+        self, group: Group, claim: Claim, ran: float, outcome: Outcome, *, run_budget: float | None, group_limited: bool
+    ) -> GroupEnd:
         # What this run had, not what the claim expected: a claim made ahead waits for the run before it.
-        counted = timeout_counts(budget, self.budget.full_run)
+        counted = timeout_counts(run_budget, self.budget.full_run)
         needs = max(ran, claim.body.needs_seconds or 0.0, MIN_RUN_SECONDS)
         if group_limited:
             error = f"ran past the group timeout of {self.settings.group_timeout:g} s: stopped after {ran:.1f} s"
@@ -178,6 +183,6 @@ class Finisher:
         log.warning("group %s: %s", group.hash, error)
         if counted and claim.attempt >= self.settings.max_attempts:
             self.report.count(GroupOutcome.TIMED_OUT)  # it timed out, and that failed it
-            return self.fail(group, claim, error, outcome=TIMEOUT)
-        self.hand_back(claim, TIMEOUT, counted=counted, error=error, needs_seconds=needs)
+            return self.fail(group, claim, error, outcome=outcome)
+        self.hand_back(claim, outcome, counted=counted, error=error, needs_seconds=needs)
         return GroupEnd.of(GroupOutcome.TIMED_OUT, claim)

@@ -35,7 +35,6 @@ from s3wq.worker.ahead import ClaimAhead, ClaimTiming
 from s3wq.worker.breaker import Breaker
 from s3wq.worker.budget import Budget
 from s3wq.worker.claiming import Claimer
-from s3wq.worker.crew import Crew
 from s3wq.worker.finish import Finisher
 from s3wq.worker.report import WorkerObserver, WorkerReport
 from s3wq.worker.running import GroupRunner
@@ -43,12 +42,12 @@ from s3wq.worker.walk import SegmentLoader, Walk, start_position
 
 log = logging.getLogger("s3wq")
 
-# How a run that ends with the group settled for good ends.
-FINISHED = frozenset({GroupOutcome.DONE, GroupOutcome.FAILED})
+# How a run ends that leaves its group done or failed for good, by this worker.
+DONE_OR_FAILED = frozenset({GroupOutcome.DONE, GroupOutcome.FAILED})
 # How a claim or a run ends that leaves nothing for this worker to come back to.
 # Any other end (handed back at a timeout, a lost lease, out of time for a
 # retry's pause) leaves the group pending: the worker revisits it before it stops.
-SETTLED = FINISHED | {GroupOutcome.ALREADY_FINISHED, GroupOutcome.NOT_ENOUGH_TIME}
+NOTHING_TO_REVISIT = DONE_OR_FAILED | {GroupOutcome.ALREADY_FINISHED, GroupOutcome.NOT_ENOUGH_TIME}
 
 
 class Worker:
@@ -97,20 +96,36 @@ class Worker:
         self._timing = ClaimTiming()
         self._ahead_pool: ThreadPoolExecutor | None = None
         self.finisher = Finisher(self.protocol, settings, self.budget, self.report)
-        self.claims, self.groups = self._claimer_and_runner(backend)
+        self.claimer, self.group_runner = self._claimer_and_runner(backend)
 
     def _claimer_and_runner(self, backend: Backend) -> tuple[Claimer, GroupRunner]:
         """The two halves of a group's way through the worker: its claim, and its runs."""
-        crew = Crew(self.runner, self.protocol, self.settings, self.budget, self.finisher, self.observer, self.report)
-        claims = Claimer(crew, segments=SegmentLoader(backend, self.index, self.report), rng=self.rng, stopping=self._stopping)
-        groups = GroupRunner(
-            crew,
+        claimer = Claimer(
+            protocol=self.protocol,
+            runner=self.runner,
+            settings=self.settings,
+            budget=self.budget,
+            finisher=self.finisher,
+            observer=self.observer,
+            report=self.report,
+            segments=SegmentLoader(backend, self.index, self.report),
+            rng=self.rng,
+            stopping=self._stopping,
+        )
+        group_runner = GroupRunner(
+            protocol=self.protocol,
+            runner=self.runner,
+            settings=self.settings,
+            budget=self.budget,
+            finisher=self.finisher,
+            observer=self.observer,
+            report=self.report,
             breaker=self._breaker,
             timing=self._timing,
             stop=self.stop,
             sleep=self._sleep,
         )
-        return claims, groups
+        return claimer, group_runner
 
     def has_time(self, reserve: float = 0.0) -> bool:
         return self.budget.has_time(reserve)
@@ -179,25 +194,25 @@ class Worker:
 
     def _walk(self, walk: Walk) -> None:
         """Claim and run group after group along the walk, each next one claimed ahead while the last runs."""
-        claimed = self.claims.next(walk)
+        claimed = self.claimer.next(walk)
         while claimed is not None:
             group, claim = claimed
-            outcome, ahead = self._attempt(group, claim, walk=walk)
+            outcome, claimed_ahead = self._attempt(group, claim, walk=walk)
             if outcome == GroupOutcome.NOT_ENOUGH_TIME:
                 walk.short[group.hash] = group
-            elif outcome not in SETTLED:
+            elif outcome not in NOTHING_TO_REVISIT:
                 # Handed back unfinished (a timeout, a lost lease, no time for
                 # a retry's pause) or taken from us: this worker comes back to
                 # it once its walk is over, if nobody has finished it by then
                 # and it still has the time (see _drain_waiting).
                 walk.waiting[group.hash] = group
-            if ahead is not None and (outcome not in FINISHED or self._breaker.tripped):
+            if claimed_ahead is not None and (outcome not in DONE_OR_FAILED or self._breaker.tripped):
                 # The group in front did not finish (handed back, lost, stopped), or the breaker tripped:
                 # the claim made behind it is given back, and walked to again.
-                self.claims.give_back_ahead(ahead)
-                walk.ahead.appendleft(ahead[0])
-                ahead = None
-            claimed = ahead if ahead is not None else self.claims.next(walk)
+                self.claimer.give_back_ahead(claimed_ahead)
+                walk.upcoming.appendleft(claimed_ahead[0])
+                claimed_ahead = None
+            claimed = claimed_ahead if claimed_ahead is not None else self.claimer.next(walk)
 
     def _drain_waiting(self, walk: Walk) -> None:
         """Come back to the groups the walk left pending: held by others, or handed back by this worker unfinished.
@@ -219,7 +234,7 @@ class Worker:
             soonest = min(self._revisit_at(h) for h in waiting) - clock.now()
             if self.budget.left() - max(0.0, soonest) < max(self.budget.longest_group_seconds, MIN_RUN_SECONDS):
                 # Some of what is left is held by live workers, or all of it is ours to retry and there is no time.
-                held = any(h in self.claims.stale_at for h in waiting)
+                held = any(h in self.claimer.stale_at for h in waiting)
                 self.report.stopped_reason = StopReason.LOCKED_BY_OTHERS if held else StopReason.TIME_LIMIT
                 return
             self._sleep(max(0.0, min(pause, soonest)))
@@ -238,7 +253,7 @@ class Worker:
         for hash_, group in list(waiting.items()):
             if self._stopping():
                 return False
-            if self.groups.retry_at.get(hash_, 0.0) > clock.now():
+            if self.group_runner.retry_at.get(hash_, 0.0) > clock.now():
                 continue  # its retry's pause is not over
             # A HEAD is cheaper than a lock round trip, and most held
             # groups are simply finished by their holder.
@@ -254,13 +269,13 @@ class Worker:
             # (not_enough_time), and the group is left to a worker with more.
             if outcome == GroupOutcome.NOT_ENOUGH_TIME:
                 walk.short[hash_] = group
-            if outcome in SETTLED:  # (a Held is none of them)
+            if outcome in NOTHING_TO_REVISIT:  # (a Held is none of them)
                 del waiting[hash_]
         return True
 
     def _revisit_at(self, hash_: str) -> float:
         """The soonest moment a claim of a waiting group can succeed: its lock stale, its retry's pause over."""
-        return max(self.claims.stale_at.get(hash_, 0.0), self.groups.retry_at.get(hash_, 0.0))
+        return max(self.claimer.stale_at.get(hash_, 0.0), self.group_runner.retry_at.get(hash_, 0.0))
 
     def _still_pending(self, groups: dict[str, Group]) -> bool:
         """Whether any of ``groups`` (left for want of time) is still neither done nor failed."""
@@ -268,13 +283,13 @@ class Worker:
 
     def _work_on(self, group: Group, *, checked_failed: bool) -> GroupOutcome | Held:
         """Claim one group and run it, then and there (the drain phase: no claim ahead)."""
-        claimed = self.claims.claim(group, checked_failed=checked_failed)
+        claimed = self.claimer.claim(group, checked_failed=checked_failed)
         if isinstance(claimed, Claim):
             return self._attempt(group, claimed)[0]
         return claimed
 
     def _run_group(self, group: Group, claim: Claim, ahead: ClaimAhead | None) -> GroupOutcome:
-        return self.groups.run(group, claim, ahead, claimed_with=self.claims.claimed_with.pop(claim.owner, None))
+        return self.group_runner.run(group, claim, ahead, claimed_with=self.claimer.claimed_with.pop(claim.owner, None))
 
     def _attempt(self, group: Group, claim: Claim, *, walk: Walk | None = None) -> tuple[GroupOutcome, tuple[Group, Claim] | None]:
         """Run one group to its end, retrying it here while attempts and time allow; how it ended.
@@ -298,21 +313,21 @@ class Worker:
         ahead = ClaimAhead(
             self._ahead_pool,
             finish=self.finisher.take_deferred(),
-            prefetch=functools.partial(self.claims.ahead, walk, claim),
+            prefetch=functools.partial(self.claimer.claim_ahead, walk, claim),
             claim_after=self._timing.due_after(),
-            keep=functools.partial(self.claims.keep_ahead, walk),
+            keep=functools.partial(self.claimer.keep_ahead, walk),
         )
         try:
             outcome = self._run_group(group, claim, ahead)
         except BaseException:
-            self.claims.give_back_ahead(ahead.result(quiet=True))
+            self.claimer.give_back_ahead(ahead.result(quiet=True))
             raise
         try:
             claimed = ahead.result()
         except BaseException:
             # The release of the last group failed (a storage error) or the
             # wait was interrupted: the claim made ahead goes back unrun.
-            self.claims.give_back_ahead(ahead.result(quiet=True))
+            self.claimer.give_back_ahead(ahead.result(quiet=True))
             raise
         if ahead.claim_seconds is not None:
             self._timing.claim_seconds.append(ahead.claim_seconds)
@@ -320,6 +335,6 @@ class Worker:
             with self.report.tally() as report:
                 report.overlapped_seconds = round(report.overlapped_seconds + round(ahead.seconds, 3), 3)
         if claimed is not None and self._stop_requested():
-            self.claims.give_back_ahead(claimed)
+            self.claimer.give_back_ahead(claimed)
             claimed = None
         return outcome, claimed

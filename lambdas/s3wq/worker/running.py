@@ -10,35 +10,48 @@ import logging
 import time
 from collections.abc import Callable
 
-from s3wq.host.runners import RunEnd, Stopped
+from s3wq.config import WorkerSettings
+from s3wq.host.runners import RunEnd, Runner, Stopped
 from s3wq.host.stopping import GracefulStop
-from s3wq.model import Group, GroupOutcome
+from s3wq.model import Group, GroupOutcome, Outcome, RunStop
 from s3wq.protocol import clock
-from s3wq.protocol.bodies import INTERRUPTED, LEFTOVER, LOST, TIMEOUT
-from s3wq.protocol.claims import Claim
-from s3wq.protocol.lease import EXPIRED, LeaseKeeper
+from s3wq.protocol.claims import Claim, ClaimProtocol
+from s3wq.protocol.lease import LeaseKeeper
 from s3wq.protocol.time_rules import enough_time
 from s3wq.worker.ahead import ClaimAhead, ClaimTiming
 from s3wq.worker.breaker import Breaker, Failure, failure_of
-from s3wq.worker.crew import Crew, CrewMember
-from s3wq.worker.report import GroupEnd
+from s3wq.worker.budget import Budget
+from s3wq.worker.finish import Finisher
+from s3wq.worker.report import GroupEnd, WorkerObserver, WorkerReport
 
 log = logging.getLogger("s3wq")
 
 
-class GroupRunner(CrewMember):
+class GroupRunner:
     """Runs a worker's claimed groups one at a time, through its runner, and records how each ended."""
 
     def __init__(
         self,
-        crew: Crew,
         *,
+        protocol: ClaimProtocol,
+        runner: Runner,
+        settings: WorkerSettings,
+        budget: Budget,
+        finisher: Finisher,
+        observer: WorkerObserver,
+        report: WorkerReport,
         breaker: Breaker,
         timing: ClaimTiming,
         stop: GracefulStop | None,
         sleep: Callable[[float], None],
     ):
-        super().__init__(crew)
+        self.protocol = protocol
+        self.runner = runner
+        self.settings = settings
+        self.budget = budget
+        self.finisher = finisher
+        self.observer = observer
+        self.report = report
         self.breaker = breaker
         self.timing = timing
         self.stop = stop
@@ -70,29 +83,29 @@ class GroupRunner(CrewMember):
             if claim.attempt > self.settings.max_attempts:
                 # Taken over from a holder that vanished on the last allowed attempt.
                 error = "worker lost (killed, or its lease ran out) on every attempt"
-                return self.finisher.fail(group, claim, error, outcome=LOST, attempts=claim.attempt - 1)
+                return self.finisher.fail(group, claim, error, outcome=Outcome.LOST, attempts=claim.attempt - 1)
             if not self.budget.has_time():
                 # The claim took what time we had (a foreign takeover pauses),
                 # or it was made ahead and the run before took it: give it back unrun.
                 self.finisher.give_back_unrun(claim, "claimed with no time left to run it")
                 return GroupEnd.of(GroupOutcome.RELEASED, claim, heard=False)
             available = self.budget.left()
-            budget = self.settings.run_budget(available)
+            run_budget = self.settings.run_budget(available)
             # Whether the group timeout, not the worker's deadline, ends this run if it goes on.
-            group_limited = budget < available
-            judged = budget if claimed_with is None else max(budget, claimed_with)
+            group_limited = run_budget < available
+            judged = run_budget if claimed_with is None else max(run_budget, claimed_with)
             if not enough_time(claim.body.needs_seconds, judged, self.budget.full_run):
                 # Claimed ahead, and the run before took what this group needs.
-                self.finisher.hand_back(claim, TIMEOUT, counted=False, error=claim.body.error)
+                self.finisher.hand_back(claim, Outcome.TIMEOUT, counted=False, error=claim.body.error)
                 return GroupEnd.of(GroupOutcome.NOT_ENOUGH_TIME, claim, heard=False)
             self.observer.group_started(group, claim)
-            keeper = self._keeper_for_run(group, claim, stop_at=clock.now() + budget)
+            keeper = self._keeper_for_run(group, claim, stop_at=clock.now() + run_budget)
             if isinstance(keeper, GroupEnd):
                 return keeper
             end, ran = self._run_once(group, keeper, ahead)
             claim = keeper.claim
             if isinstance(end, Stopped):
-                return self.finisher.stopped(group, claim, end, ran, budget=judged, group_limited=group_limited)
+                return self.finisher.stopped(group, claim, end, ran, run_budget=judged, group_limited=group_limited)
             self.budget.ran(ran)
             failure = failure_of(end)
             if failure is None:
@@ -127,7 +140,7 @@ class GroupRunner(CrewMember):
             keeper = LeaseKeeper(self.protocol, renewed, stop_at=stop_at)
         if not keeper.state.held():
             # The renewal took what it covers (a store that barely answers): a taker may be starting.
-            return self.finisher.stopped(group, keeper.claim, Stopped(EXPIRED), 0.0)
+            return self.finisher.stopped(group, keeper.claim, Stopped(RunStop.EXPIRED), 0.0)
         return keeper
 
     def _run_once(self, group: Group, keeper: LeaseKeeper, ahead: ClaimAhead | None) -> tuple[RunEnd, float]:
@@ -144,7 +157,7 @@ class GroupRunner(CrewMember):
             # unless a process of the run would not die: its lock is then left to its lease.
             keeper.settle()
             if self.runner.run_contained:
-                self.finisher.hand_back(keeper.claim, INTERRUPTED, counted=False, error="interrupted")
+                self.finisher.hand_back(keeper.claim, Outcome.INTERRUPTED, counted=False, error="interrupted")
             raise
         keeper.settle()
         ran = time.monotonic() - run_started
@@ -155,11 +168,11 @@ class GroupRunner(CrewMember):
             ahead.ran(ran)
         with self.report.tally() as report:
             report.renewals += keeper.renewals
-        if not keeper.state.held() and not (isinstance(end, Stopped) and end.reason in (LOST, EXPIRED)):
+        if not keeper.state.held() and not (isinstance(end, Stopped) and end.reason in (RunStop.LOST, RunStop.EXPIRED)):
             # The lock was taken (a renewal in flight said so), or the run
             # ended just as the lease did: a taker may be starting, and a
             # flag written now could land after its writes.
-            end = Stopped(LOST if keeper.state.lost else EXPIRED)
+            end = Stopped(RunStop.LOST if keeper.state.lost else RunStop.EXPIRED)
         return end, ran
 
     def _after_failure(self, group: Group, claim: Claim, failure: Failure) -> tuple[Claim, float] | GroupEnd:
@@ -168,7 +181,7 @@ class GroupRunner(CrewMember):
         log.warning("group %s attempt %d failed: %s%s", group.hash, claim.attempt, failure.error, at)
         if failure.traceback:
             log.info("group %s attempt %d traceback:\n%s", group.hash, claim.attempt, failure.traceback.rstrip())
-        if failure.kind == LEFTOVER:
+        if failure.kind == Outcome.LEFTOVER:
             with self.report.tally() as report:
                 report.leftovers += 1
         tripped = self.breaker.tripped_by(group.hash, failure.bug)
@@ -197,11 +210,11 @@ class GroupRunner(CrewMember):
         if self.stop is not None and self.stop.requested:
             self.finisher.hand_back(claim, failure.kind, counted=True, error=failure.error)
             return GroupEnd.of(GroupOutcome.INTERRUPTED, claim)
-        budget = self.budget.for_run()
-        next_claim = self.protocol.next_attempt(claim, failure.error, budget=budget)
+        run_budget = self.budget.for_run()
+        next_claim = self.protocol.next_attempt(claim, failure.error, budget=run_budget)
         if next_claim is None:
             return GroupEnd.of(GroupOutcome.LOST, claim, heard=False)
-        return next_claim, budget
+        return next_claim, run_budget
 
     def _retried(self) -> None:
         with self.report.tally() as report:

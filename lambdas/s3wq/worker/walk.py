@@ -51,7 +51,8 @@ class Walk:
     spot: float  # where in [0, len(refs)) this worker entered
     next_segment: int = 0
     view: SegmentView | None = None
-    ahead: deque = field(default_factory=deque)
+    # The groups still to come on the walk, the next first.
+    upcoming: deque = field(default_factory=deque)
     # Groups to come back to after the walk: held by others, or handed back by this worker unfinished.
     waiting: dict[str, Group] = field(default_factory=dict)
     # Groups left because this worker had too little time for them (its time only shrinks).
@@ -62,8 +63,8 @@ class Walk:
         return int(self.spot)
 
 
-def jump_into_largest_gap(ahead: deque, finished: set[str], rng: random.Random) -> None:
-    """Rotate ``ahead`` to a point near the middle of its longest run of unfinished groups.
+def jump_into_largest_gap(upcoming: deque, finished: set[str], rng: random.Random) -> None:
+    """Rotate ``upcoming`` to a point near the middle of its longest run of unfinished groups.
 
     Peers that collide split what is left between them, as work stealing
     halves the largest interval: collisions grow with the log of the
@@ -71,7 +72,7 @@ def jump_into_largest_gap(ahead: deque, finished: set[str], rng: random.Random) 
     so that two workers colliding at once do not land on the same group.
     """
     best_start, best_length, start, length = 0, 0, 0, 0
-    for i, group in enumerate(ahead):
+    for i, group in enumerate(upcoming):
         if group.hash in finished:
             length = 0
             continue
@@ -81,7 +82,7 @@ def jump_into_largest_gap(ahead: deque, finished: set[str], rng: random.Random) 
         if length > best_length:
             best_start, best_length = start, length
     if best_length:
-        ahead.rotate(-(best_start + int(best_length * rng.uniform(1 / 3, 2 / 3))))
+        upcoming.rotate(-(best_start + int(best_length * rng.uniform(1 / 3, 2 / 3))))
 
 
 class SegmentLoader:
