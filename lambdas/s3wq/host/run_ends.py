@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import traceback
 from dataclasses import dataclass
 
 from s3wq.protocol.tracebacks import ErrorFrame
@@ -38,15 +37,6 @@ class Raised:
 @dataclass(frozen=True)
 class Unkillable:
     """A process of the host would not die, or the host could not show that it did: the run is not known to be over."""
-
-
-def processor_traceback(exc: BaseException) -> list[str]:
-    """The traceback from the processor's own frame down: s3wq's frame that called it says nothing."""
-    return traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
-
-
-def one_line_error(exc: BaseException) -> str:
-    return traceback.format_exception_only(type(exc), exc)[-1].strip()[:2000]
 
 
 def describe_exit(

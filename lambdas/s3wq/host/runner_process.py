@@ -20,7 +20,7 @@ from s3wq.host.killtimer import KillTimer
 from s3wq.host.threads import ModuleThreads, leftover_threads, track_pool_jobs
 from s3wq.inputs import InputPolicy
 from s3wq.protocol import clock
-from s3wq.protocol.tracebacks import own_frame, processor_roots
+from s3wq.protocol.tracebacks import one_line_error, own_frame, processor_roots, processor_traceback
 
 # The host stops itself this long after the lease the worker reported, if
 # the worker has not stopped it first; less than the worker's lease margin.
@@ -111,7 +111,6 @@ def _take_the_worker_path() -> None:
 
 
 def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
-    from s3wq.host.run_ends import one_line_error, processor_traceback
     from s3wq.model import Group
     from s3wq.processors import ProcessorContext, load_processor
     from s3wq.protocol.bodies import MAX_TRACEBACK_CHARS
