@@ -70,7 +70,7 @@ from pathlib import Path
 from s3wq.errors import ProcessorNotFound
 from s3wq.host.containment import describe_leftovers
 from s3wq.host.procfs import oom_kills
-from s3wq.host.run_ends import Raised, Returned, Unkillable, describe_exit
+from s3wq.host.run_ends import Raised, Returned, Unkillable
 from s3wq.host.wire import (
     EXIT_ALL_ENDED,
     HOST_PATH_ENV,
@@ -100,6 +100,36 @@ _HOST_ENTRY = (
     "from s3wq.host.reaper import reaper_main; reaper_main(sys.argv[2:])"
 )
 _S3WQ_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+# Signals that mean a crash in native code, not a kill from outside.
+_CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE}
+
+
+def describe_exit(
+    code: int | None, *, lease_over: bool = False, out_of_memory: bool | None = None, whose: str = "the processor host"
+) -> str:
+    """Why a process of the host ended, in one line; ``out_of_memory``: whether the kernel's OOM killer ran meanwhile (None: not known)."""
+    if lease_over:
+        return "the processor host stopped it: the lease it last heard of had run out"
+    if code is None:
+        return f"{whose} stopped answering"
+    if code >= 0:
+        return f"{whose} exited with code {code}"
+    try:
+        signum = signal.Signals(-code)
+    except ValueError:
+        return f"{whose} was killed by signal {-code}"
+    if signum == signal.SIGKILL:
+        if out_of_memory:
+            return f"{whose} was killed by SIGKILL: the kernel's OOM killer ran during the run (out of memory)"
+        if out_of_memory is False:
+            # Another process sent it: the processor, or one it started (os.killpg on a group it shares, pkill).
+            return f"{whose} was killed by SIGKILL, not by the kernel's OOM killer: a process sent it (the processor, or one it started?)"
+        return f"{whose} was killed by SIGKILL (out of memory, or another process sent it)"
+    if signum in _CRASH_SIGNALS:
+        return f"{whose} was killed by {signum.name} (a crash in native code)"
+    return f"{whose} was killed by {signum.name}"
 
 
 def _signal_quietly(pid: int, signum: int, *, group: bool = False) -> None:
