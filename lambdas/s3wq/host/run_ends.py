@@ -1,8 +1,8 @@
 """How a run ended: returned, raised (or its host died), or not known to be over.
 
-Both runners end a run with one of these: the in-process runner in the
-worker, and the processor host's runner, whose record crosses the host's
-pipes (:mod:`s3wq.host.wire`) as it is.
+Both runners end a run with one of these: the in-process runner as the
+processor returns, the processor host's from what its runner process
+reported (:class:`s3wq.host.wire.RunFinished`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ from multiprocessing.connection import Connection
 
 from s3wq.errors import S3wqError
 from s3wq.host.killtimer import KillTimer
-from s3wq.host.run_ends import Raised, Returned
 from s3wq.host.threads import ModuleThreads, leftover_threads, track_pool_jobs
 from s3wq.host.wire import (
     HOST_PATH_ENV,
@@ -26,9 +25,12 @@ from s3wq.host.wire import (
     Lease,
     Loaded,
     LoadFailed,
+    ProcessorEnd,
     Reap,
     Run,
     RunnerFinished,
+    receive,
+    send,
 )
 from s3wq.inputs import InputPolicy
 from s3wq.protocol import clock
@@ -60,7 +62,7 @@ def _listen(conn: Connection, state: _RunnerState) -> None:
     """The runner's ear: lease updates and runs from the warden; exit when the warden is gone."""
     while True:
         try:
-            message = conn.recv()
+            message = receive(conn)
         except (EOFError, OSError):
             os._exit(0)
         if isinstance(message, Reap):
@@ -125,10 +127,10 @@ def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input
         processor = load_processor(processor_spec)
         backend = open_backend(workspace_uri)
     except S3wqError as exc:
-        conn.send(LoadFailed(str(exc)))
+        send(conn, LoadFailed(str(exc)))
         return
     except Exception as exc:  # noqa: BLE001 -- the user's module failed to import: report it, the worker names it
-        conn.send(LoadFailed(f"processor {processor_spec!r} failed to load: {one_line_error(exc)}"))
+        send(conn, LoadFailed(f"processor {processor_spec!r} failed to load: {one_line_error(exc)}"))
         return
     roots = processor_roots(processor)
     state = _RunnerState()
@@ -137,7 +139,7 @@ def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input
     listener = threading.Thread(target=_listen, args=(conn, state), daemon=True, name="s3wq-host-listener")
     own_threads.add(listener)
     listener.start()
-    conn.send(Loaded())
+    send(conn, Loaded())
     while True:
         with state.lock:
             while not state.runs:
@@ -159,12 +161,13 @@ def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input
         )
         try:
             processor(group, ctx)
-            end: Returned | Raised = Returned(ctx.input_error_count, tuple(ctx.input_errors))
+            end = ProcessorEnd(ctx.input_error_count, tuple(ctx.input_errors))
         except Exception as exc:  # noqa: BLE001 -- a processor failure is an attempt, reported to the worker
-            end = Raised(one_line_error(exc), "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:], own_frame(exc, roots))
+            traceback = "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:]
+            end = ProcessorEnd(error=one_line_error(exc), traceback=traceback, frame=own_frame(exc, roots))
         finally:
             ctx.end_run()  # a thread that holds this ctx must not go on writing for the group, in this run or a later one
         with state.lock:
             state.running = False
             state.arm()
-        conn.send(RunnerFinished(end, tuple(multiprocessing_helpers()), tuple(leftover_threads(own_threads))))
+        send(conn, RunnerFinished(end, tuple(multiprocessing_helpers()), tuple(leftover_threads(own_threads))))

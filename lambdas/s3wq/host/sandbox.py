@@ -63,7 +63,6 @@ import socket
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
@@ -84,6 +83,8 @@ from s3wq.host.wire import (
     Run,
     RunFinished,
     RunnerDied,
+    receive,
+    send,
 )
 from s3wq.inputs import ANYTHING, InputPolicy
 from s3wq.protocol import clock
@@ -235,13 +236,13 @@ class ProcessorHost:
     def _receive(self) -> object:
         """The warden's next message; None once it is gone."""
         try:
-            return self._conn.recv()
+            return receive(self._conn)
         except (EOFError, OSError):
             return None
 
     def _send(self, message: Run | Lease | Exit) -> None:
         try:
-            self._conn.send(message)
+            send(self._conn, message)
         except (BrokenPipeError, OSError):
             pass  # the host died; the next wait reports how
 
@@ -274,7 +275,10 @@ class ProcessorHost:
             return self._warden_died()
         if message.host_ending and not self.kill():
             return Unkillable()
-        return replace(message.end, leftovers=message.leftovers)
+        end = message.end
+        if end.error is None:
+            return Returned(end.input_error_count, end.input_errors, leftovers=message.leftovers)
+        return Raised(end.error, end.traceback, end.frame, leftovers=message.leftovers)
 
     def _out_of_memory(self) -> bool | None:
         now = oom_kills()

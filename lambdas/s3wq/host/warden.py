@@ -41,12 +41,15 @@ from s3wq.host.wire import (
     HostStart,
     Lease,
     Loaded,
+    LoadFailed,
     Reap,
     Run,
     RunFinished,
     RunnerDied,
     RunnerFinished,
     RunnerIdentity,
+    receive,
+    send,
 )
 from s3wq.protocol import clock
 
@@ -259,13 +262,13 @@ class _Warden:
     def _tell_runner_to_reap(self, killed: list[Member]) -> None:
         if orphans := [m.pid for m in killed if m.parent == self.runner_pid]:
             try:
-                self.runner.send(Reap(tuple(orphans)))
+                send(self.runner, Reap(tuple(orphans)))
             except OSError:
                 pass  # the runner died: reaped by the watch
 
-    def tell_worker(self, message: object) -> None:
+    def tell_worker(self, message: HostReady | LoadFailed | RunFinished) -> None:
         try:
-            self.worker.send(message)
+            send(self.worker, message)
         except OSError:
             self.end_host()  # the worker is gone: so is its claim
 
@@ -275,14 +278,14 @@ class _Warden:
         self._ending = True
         left = describe_leftovers([m.name for m in self._runs_own(self._end_members(dict.values, zombies_too=True))], [])
         try:
-            self.worker.send(RunnerDied(self.runner_code, over, left))
+            send(self.worker, RunnerDied(self.runner_code, over, left))
         except OSError:
             pass  # the worker is gone: the host is ended all the same
         os._exit(EXIT_ALL_ENDED)
 
     def _from_worker(self, runner: Connection) -> None:
         try:
-            message = self.worker.recv()
+            message = receive(self.worker)
         except (EOFError, OSError):
             self.end_host()  # the worker is gone: so is its claim
         if isinstance(message, Exit):
@@ -294,13 +297,13 @@ class _Warden:
         if self.deadline is not None:
             self.lease_over.arm(self.deadline, repeat=_LEASE_TIMER_REPEAT_SECONDS)
         try:
-            runner.send(message)
+            send(runner, message)
         except OSError:
             pass  # the runner died: reaped below
 
     def _from_runner(self, runner: Connection) -> None:
         try:
-            reply = runner.recv()
+            reply = receive(runner)
         except (EOFError, OSError):
             # The runner is gone, or closed its socket: its exit code, if it comes soon.
             give_up = clock.now() + _RUNNER_EXIT_SECONDS
