@@ -59,7 +59,7 @@ class _Reaper:
     def __init__(self) -> None:
         self.tree = ProcessTree()  # the subreaper of every process of the host, from before the warden exists
         self.warden_pid = 0
-        self.warden_code: int | None = None
+        self.warden_exit_code: int | None = None
         self.asked_at: float | None = None  # when a stop request came
         self.runner: RunnerIdentity | None = None  # as the warden wrote it
 
@@ -67,7 +67,7 @@ class _Reaper:
         if self.warden_pid == 0:
             # Before the warden is known (a fork just returned, maybe): one that exists sees its parent gone, and ends.
             os._exit(EXIT_ALL_ENDED)
-        if self.warden_code is not None:
+        if self.warden_exit_code is not None:
             return  # reaped already: its pid may be another process's by now; what it left is ended below
         if self.asked_at is None:
             self.asked_at = clock.now()
@@ -87,7 +87,7 @@ class _Reaper:
             if pid == 0:
                 return
             if pid == self.warden_pid:
-                self.warden_code = os.waitstatus_to_exitcode(status)
+                self.warden_exit_code = os.waitstatus_to_exitcode(status)
 
     def wait_for_warden(self, wake_fd: int, runner_fd: int) -> None:
         """Until the warden has exited, or a stop request has waited WARDEN_GRACE_SECONDS for it; hear of the runner meanwhile."""
@@ -97,7 +97,7 @@ class _Reaper:
             warden = None  # no pidfd (a kernel before 5.3, macOS): woken by the slice alone
         while True:
             self.reap()
-            if self.warden_code is not None:
+            if self.warden_exit_code is not None:
                 return
             timeout = _REAP_SLICE_SECONDS
             if self.asked_at is not None:
@@ -124,13 +124,13 @@ class _Reaper:
             return exc.killed, exc.killed
 
 
-def _report(fd: int, warden_code: int | None, ended: list[Member], survived: list[Member], runner: RunnerIdentity) -> None:
+def _report(fd: int, warden_exit_code: int | None, ended: list[Member], survived: list[Member], runner: RunnerIdentity) -> None:
     """One line for the worker: how the warden ended, and what the reaper ended (or could not) itself.
 
     The runner is left out of what was ended: it dies with its warden (PR_SET_PDEATHSIG), and is not what a run left.
     """
     ended_names = [m.name for m in ended if m.alive and m.key != runner.key]
-    report = ReaperReport.of(warden_code, ended_names, [m.name for m in survived])
+    report = ReaperReport.of(warden_exit_code, ended_names, [m.name for m in survived])
     try:
         os.write(fd, report.line())
     except OSError:
@@ -172,5 +172,5 @@ def reaper_main(argv: Sequence[str]) -> None:
     if reaper.runner is None:
         reaper.runner = RunnerIdentity.read(runner_read)  # written before the warden could die, or never
     ended, survived = reaper.end_the_rest()
-    _report(status_fd, reaper.warden_code, ended, survived, reaper.runner)
+    _report(status_fd, reaper.warden_exit_code, ended, survived, reaper.runner)
     os._exit(EXIT_SOME_SURVIVED if any(m.alive for m in survived) else EXIT_ALL_ENDED)

@@ -2,7 +2,7 @@
 
 Both runners end a run with one of these: the in-process runner as the
 processor returns, the processor host's from what its runner process
-reported (:class:`s3wq.host.wire.RunFinished`).
+reported (:class:`s3wq.host.wire.RunCleanedUp`).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from s3wq.host.wire import (
     ProcessorEnd,
     Reap,
     Run,
-    RunnerFinished,
+    RunEnded,
     receive,
     send,
 )
@@ -170,4 +170,4 @@ def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input
         with state.lock:
             state.running = False
             state.arm()
-        send(conn, RunnerFinished(end, tuple(multiprocessing_helpers()), tuple(leftover_threads(own_threads))))
+        send(conn, RunEnded(end, tuple(multiprocessing_helpers()), tuple(leftover_threads(own_threads))))

@@ -81,7 +81,7 @@ from s3wq.host.wire import (
     LoadFailed,
     ReaperReport,
     Run,
-    RunFinished,
+    RunCleanedUp,
     RunnerDied,
     receive,
     send,
@@ -271,7 +271,7 @@ class ProcessorHost:
         message = self._receive()
         if isinstance(message, RunnerDied):
             return self._runner_died(message)
-        if not isinstance(message, RunFinished):  # None: the warden exited (it holds the other end alone)
+        if not isinstance(message, RunCleanedUp):  # None: the warden exited (it holds the other end alone)
             return self._warden_died()
         if message.host_ending and not self.kill():
             return Unkillable()

@@ -44,9 +44,9 @@ from s3wq.host.wire import (
     LoadFailed,
     Reap,
     Run,
-    RunFinished,
+    RunCleanedUp,
+    RunEnded,
     RunnerDied,
-    RunnerFinished,
     RunnerIdentity,
     receive,
     send,
@@ -232,7 +232,7 @@ class _Warden:
         """What of ``killed`` the run left: not the runner, nor the module's own."""
         return [m for m in killed if m.pid != self.runner_pid and m.key not in self.baseline]
 
-    def finish_run(self, finished: RunnerFinished) -> None:
+    def finish_run(self, finished: RunEnded) -> None:
         """A run ended: end what it left running, and only then tell the worker; threads left running end the host."""
         threads = finished.threads
         self.keep(finished.kept_pids)
@@ -254,7 +254,7 @@ class _Warden:
         # The lease timer stayed armed until the run's processes were gone: a frozen worker cannot delay that.
         self.deadline = None
         self.lease_over.disarm()
-        self.tell_worker(RunFinished(finished.end, describe_leftovers([m.name for m in killed], threads), host_ending))
+        self.tell_worker(RunCleanedUp(finished.end, describe_leftovers([m.name for m in killed], threads), host_ending))
         if host_ending:
             self.end_host()
         self._tell_runner_to_reap(killed)
@@ -266,7 +266,7 @@ class _Warden:
             except OSError:
                 pass  # the runner died: reaped by the watch
 
-    def tell_worker(self, message: HostReady | LoadFailed | RunFinished) -> None:
+    def tell_worker(self, message: HostReady | LoadFailed | RunCleanedUp) -> None:
         try:
             send(self.worker, message)
         except OSError:
@@ -315,7 +315,7 @@ class _Warden:
             self._runner_died()
         if not isinstance(reply, FROM_RUNNER):
             self._runner_died()
-        if isinstance(reply, RunnerFinished):
+        if isinstance(reply, RunEnded):
             self.finish_run(reply)
             return
         if isinstance(reply, Loaded):

@@ -9,8 +9,8 @@ made here, where the other side reads it::
     worker -> reaper          HostStart, as the reaper's command line
     worker -> warden          Run, Lease, Exit (the warden passes Run and Lease on to the runner)
     warden -> runner          Reap
-    runner -> warden          Loaded or LoadFailed, then a RunnerFinished per run
-    warden -> worker          HostReady or LoadFailed, then a RunFinished or RunnerDied per run
+    runner -> warden          Loaded or LoadFailed, then a RunEnded per run
+    warden -> worker          HostReady or LoadFailed, then a RunCleanedUp or RunnerDied per run
     warden -> reaper          RunnerIdentity, one line once the runner is forked
     reaper -> worker          ReaperReport, one JSON line as the reaper exits
 
@@ -133,7 +133,7 @@ class ProcessorEnd(NamedTuple):
     frame: ErrorFrame | None = None  # the deepest line of the processor's own code
 
 
-class RunnerFinished(NamedTuple):
+class RunEnded(NamedTuple):
     """A run ended, as the runner saw it: how the processor ended, and what of the run may be left running.
 
     ``kept_pids``: multiprocessing's forkserver and resource tracker, which it
@@ -152,7 +152,7 @@ class HostReady(NamedTuple):
     contained: bool
 
 
-class RunFinished(NamedTuple):
+class RunCleanedUp(NamedTuple):
     """A run ended, and the warden has ended what it left: ``leftovers`` names that ("" if nothing).
 
     ``host_ending``: the run left threads (or a runner that starts
@@ -172,14 +172,14 @@ class RunnerDied(NamedTuple):
     leftovers: str
 
 
-Message = Run | Lease | Exit | Reap | Loaded | LoadFailed | RunnerFinished | HostReady | RunFinished | RunnerDied
+Message = Run | Lease | Exit | Reap | Loaded | LoadFailed | RunEnded | HostReady | RunCleanedUp | RunnerDied
 # What the runner may send; anything else on its socket (a processor wrote to it) counts as the runner failing.
-FROM_RUNNER = (Loaded, LoadFailed, RunnerFinished)
+FROM_RUNNER = (Loaded, LoadFailed, RunEnded)
 
 _BY_NAME: dict[str, type] = {
-    record.__name__: record for record in (Run, Lease, Exit, Reap, Loaded, LoadFailed, RunnerFinished, HostReady, RunFinished, RunnerDied)
+    record.__name__: record for record in (Run, Lease, Exit, Reap, Loaded, LoadFailed, RunEnded, HostReady, RunCleanedUp, RunnerDied)
 }
-_CARRYING_AN_END = (RunnerFinished, RunFinished)
+_CARRYING_AN_END = (RunEnded, RunCleanedUp)
 
 
 def send(conn: Connection, message: Message) -> None:
