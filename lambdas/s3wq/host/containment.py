@@ -49,6 +49,7 @@ from s3wq.host.procfs import Member, children_files, descendants, direct_childre
 from s3wq.protocol import clock
 from s3wq.wording import plural
 
+_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _FIRST_PAUSE_SECONDS = 0.001
 _LONGEST_PAUSE_SECONDS = 0.05
@@ -67,6 +68,15 @@ def _become_subreaper() -> bool:
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def signal_on_parent_death(signum: int) -> None:
+    """Have the kernel send ``signum`` to this process when its parent dies (Linux): a parent SIGKILLed says nothing."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the socket or pipe from the parent still closes
 
 
 def _signal_member(member: Member, signum: int) -> None:

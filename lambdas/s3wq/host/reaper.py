@@ -22,7 +22,7 @@ dies) goes on to the warden, with SIGCONT in case a process of the run
 stopped it; a warden that does not end within :data:`WARDEN_GRACE_SECONDS`
 is ended with the rest. The reaper then writes one line to the worker, what
 the warden's exit code was and what it had to end itself, and exits
-:data:`EXIT_ENDED` only if nothing is left below it.
+:data:`EXIT_ALL_ENDED` only if nothing is left below it.
 
 Off Linux (no subreaper, no /proc) the reaper sees nothing below it; it ends
 its process group instead, which a process that left it (``setsid``)
@@ -31,40 +31,43 @@ escapes, as before.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
 from collections.abc import Sequence
 
-from s3wq.host.containment import KeptAppearing, ProcessTree
+from s3wq.host.containment import KeptAppearing, ProcessTree, signal_on_parent_death
 from s3wq.host.procfs import Member
-from s3wq.host.warden import EXIT_ENDED, EXIT_MEMBERS_SURVIVED, GIVE_UP_SECONDS, host_main, prctl_pdeathsig
+from s3wq.host.warden import warden_main
+from s3wq.host.wire import (
+    EXIT_ALL_ENDED,
+    EXIT_SOME_SURVIVED,
+    GIVE_UP_KILLING_SECONDS,
+    WARDEN_GRACE_SECONDS,
+    HostStart,
+    ReaperReport,
+    RunnerIdentity,
+)
 from s3wq.protocol import clock
 
-# How long a warden asked to end the host has before the reaper ends it with the rest: longer than the
-# warden keeps killing a process that will not die (it then exits saying so).
-WARDEN_GRACE_SECONDS = GIVE_UP_SECONDS + 2.0
 # While the warden lives, the reaper wakes this often to reap the orphans it inherited.
 _REAP_SLICE_SECONDS = 0.5
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-# Of what the reaper ended, the names it reports (each a process's name: at most 15 bytes).
-_NAMES_REPORTED = 50
 
 
 class _Reaper:
     def __init__(self) -> None:
         self.tree = ProcessTree()  # the subreaper of every process of the host, from before the warden exists
         self.warden_pid = 0
-        self.warden_code: int | None = None
+        self.warden_exit_code: int | None = None
         self.asked_at: float | None = None  # when a stop request came
-        self.runner: tuple[int, int] | None = None  # the runner's pid and start time, as the warden wrote them
+        self.runner: RunnerIdentity | None = None  # as the warden wrote it
 
     def on_stop(self, signum: int, frame: object) -> None:
         if self.warden_pid == 0:
             # Before the warden is known (a fork just returned, maybe): one that exists sees its parent gone, and ends.
-            os._exit(EXIT_ENDED)
-        if self.warden_code is not None:
+            os._exit(EXIT_ALL_ENDED)
+        if self.warden_exit_code is not None:
             return  # reaped already: its pid may be another process's by now; what it left is ended below
         if self.asked_at is None:
             self.asked_at = clock.now()
@@ -84,7 +87,7 @@ class _Reaper:
             if pid == 0:
                 return
             if pid == self.warden_pid:
-                self.warden_code = os.waitstatus_to_exitcode(status)
+                self.warden_exit_code = os.waitstatus_to_exitcode(status)
 
     def wait_for_warden(self, wake_fd: int, runner_fd: int) -> None:
         """Until the warden has exited, or a stop request has waited WARDEN_GRACE_SECONDS for it; hear of the runner meanwhile."""
@@ -94,7 +97,7 @@ class _Reaper:
             warden = None  # no pidfd (a kernel before 5.3, macOS): woken by the slice alone
         while True:
             self.reap()
-            if self.warden_code is not None:
+            if self.warden_exit_code is not None:
                 return
             timeout = _REAP_SLICE_SECONDS
             if self.asked_at is not None:
@@ -109,52 +112,35 @@ class _Reaper:
             if wake_fd in readable:
                 os.read(wake_fd, 512)  # the signal's byte: its handler has run
             if runner_fd in readable and self.runner is None:
-                self.runner = _runner_identity(runner_fd)
+                self.runner = RunnerIdentity.read(runner_fd)
 
     def end_the_rest(self) -> tuple[list[Member], list[Member]]:
         """Freeze and kill whatever is still below the reaper: the warden if it would not end, and all it left."""
         if not self.tree.contained:
             os.killpg(0, signal.SIGKILL)  # no subreaper, no /proc: the process group, the reaper with it
         try:
-            return self.tree.end(dict.values, reap=self.reap, within=GIVE_UP_SECONDS, zombies_too=True)
+            return self.tree.end(dict.values, reap=self.reap, within=GIVE_UP_KILLING_SECONDS, zombies_too=True)
         except KeptAppearing as exc:  # new ones still appearing when the time was up: counted as survivors
             return exc.killed, exc.killed
 
 
-def _runner_identity(fd: int) -> tuple[int, int]:
-    """The runner's pid and start time, as the warden writes them once it has forked it; (0, 0) if it never did."""
-    try:
-        pid, started = os.read(fd, 64).split()
-        return int(pid), int(started)
-    except (OSError, ValueError):
-        return (0, 0)
-
-
-def _report(fd: int, warden_code: int | None, ended: list[Member], survived: list[Member], runner: tuple[int, int] | None) -> None:
-    """One JSON line for the worker: how the warden ended, and what the reaper ended (or could not) itself.
+def _report(fd: int, warden_exit_code: int | None, ended: list[Member], survived: list[Member], runner: RunnerIdentity) -> None:
+    """One line for the worker: how the warden ended, and what the reaper ended (or could not) itself.
 
     The runner is left out of what was ended: it dies with its warden (PR_SET_PDEATHSIG), and is not what a run left.
     """
-    # A few names are enough for the one line the worker makes of them (describe_leftovers shows three); the counts
-    # are whole. Small, so that the line fits a pipe's buffer and the write never waits on a worker that reads later.
-    ended_names = [m.name for m in ended if m.alive and m.key != runner]
-    line = {
-        "warden": warden_code,
-        "ended": ended_names[:_NAMES_REPORTED],
-        "ended_count": len(ended_names),
-        "survived": [m.name for m in survived][:_NAMES_REPORTED],
-        "survived_count": len(survived),
-    }
+    ended_names = [m.name for m in ended if m.alive and m.key != runner.key]
+    report = ReaperReport.of(warden_exit_code, ended_names, [m.name for m in survived])
     try:
-        os.write(fd, json.dumps(line).encode() + b"\n")
+        os.write(fd, report.line())
     except OSError:
         pass  # the worker is gone: the exit code still says whether every process ended
 
 
 def reaper_main(argv: Sequence[str]) -> None:
-    """``status_fd, worker_pid, *warden_argv``: become the host's subreaper, fork the warden, and end what it leaves."""
-    status_fd, parent_pid, *warden_argv = argv
-    status_fd = int(status_fd)
+    """Become the host's subreaper, fork the warden, and end what it leaves; ``argv``: a :class:`HostStart`."""
+    start = HostStart.from_argv(argv)
+    status_fd = start.report_fd
     reaper = _Reaper()  # before the warden exists: every process of the host is to be below the reaper
     wake_read, wake_write = os.pipe()
     runner_read, runner_write = os.pipe()
@@ -163,9 +149,9 @@ def reaper_main(argv: Sequence[str]) -> None:
     signal.set_wakeup_fd(wake_write)
     for signum in _STOP_SIGNALS:
         signal.signal(signum, reaper.on_stop)
-    prctl_pdeathsig(signal.SIGHUP)
-    if os.getppid() != int(parent_pid):  # the worker died before we could ask to hear of it
-        os._exit(EXIT_ENDED)
+    signal_on_parent_death(signal.SIGHUP)
+    if os.getppid() != start.worker_pid:  # the worker died before we could ask to hear of it
+        os._exit(EXIT_ALL_ENDED)
     reaper_pid = os.getpid()
     reaper.warden_pid = os.fork()  # no threads, no user code loaded: a safe fork
     if reaper.warden_pid == 0:
@@ -177,14 +163,14 @@ def reaper_main(argv: Sequence[str]) -> None:
         try:
             if reaper.tree.contained:
                 os.setpgid(0, 0)  # a killpg of the warden's group does not reach the reaper
-            host_main(warden_argv, parent_pid=reaper_pid, tell_runner=runner_write)
+            warden_main(start, parent_pid=reaper_pid, tell_runner=runner_write)
         finally:
-            os._exit(EXIT_ENDED)
+            os._exit(EXIT_ALL_ENDED)
     os.close(runner_write)
-    os.close(int(warden_argv[0]))  # the worker's socket is the warden's: its end closes when the warden does
+    os.close(start.worker_fd)  # the worker's socket is the warden's: its end closes when the warden does
     reaper.wait_for_warden(wake_read, runner_read)
     if reaper.runner is None:
-        reaper.runner = _runner_identity(runner_read)  # written before the warden could die, or never
+        reaper.runner = RunnerIdentity.read(runner_read)  # written before the warden could die, or never
     ended, survived = reaper.end_the_rest()
-    _report(status_fd, reaper.warden_code, ended, survived, reaper.runner)
-    os._exit(EXIT_MEMBERS_SURVIVED if any(m.alive for m in survived) else EXIT_ENDED)
+    _report(status_fd, reaper.warden_exit_code, ended, survived, reaper.runner)
+    os._exit(EXIT_SOME_SURVIVED if any(m.alive for m in survived) else EXIT_ALL_ENDED)

@@ -1,15 +1,15 @@
-"""How a run in the processor host ended, as the worker hears it: returned, raised (or its host died), or not known to be over."""
+"""How a run ended: returned, raised (or its host died), or not known to be over.
+
+Both runners end a run with one of these: the in-process runner as the
+processor returns, the processor host's from what its runner process
+reported (:class:`s3wq.host.wire.RunCleanedUp`).
+"""
 
 from __future__ import annotations
 
-import signal
-import traceback
 from dataclasses import dataclass
 
 from s3wq.protocol.tracebacks import ErrorFrame
-
-# Signals that mean a crash in native code, not a kill from outside.
-_CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE}
 
 
 @dataclass(frozen=True)
@@ -38,38 +38,3 @@ class Raised:
 @dataclass(frozen=True)
 class Unkillable:
     """A process of the host would not die, or the host could not show that it did: the run is not known to be over."""
-
-
-def processor_traceback(exc: BaseException) -> list[str]:
-    """The traceback from the processor's own frame down: s3wq's frame that called it says nothing."""
-    return traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
-
-
-def one_line_error(exc: BaseException) -> str:
-    return traceback.format_exception_only(type(exc), exc)[-1].strip()[:2000]
-
-
-def describe_exit(
-    code: int | None, *, lease_over: bool = False, out_of_memory: bool | None = None, whose: str = "the processor host"
-) -> str:
-    """Why a process of the host ended, in one line; ``out_of_memory``: whether the kernel's OOM killer ran meanwhile (None: not known)."""
-    if lease_over:
-        return "the processor host stopped it: the lease it last heard of had run out"
-    if code is None:
-        return f"{whose} stopped answering"
-    if code >= 0:
-        return f"{whose} exited with code {code}"
-    try:
-        signum = signal.Signals(-code)
-    except ValueError:
-        return f"{whose} was killed by signal {-code}"
-    if signum == signal.SIGKILL:
-        if out_of_memory:
-            return f"{whose} was killed by SIGKILL: the kernel's OOM killer ran during the run (out of memory)"
-        if out_of_memory is False:
-            # Another process sent it: the processor, or one it started (os.killpg on a group it shares, pkill).
-            return f"{whose} was killed by SIGKILL, not by the kernel's OOM killer: a process sent it (the processor, or one it started?)"
-        return f"{whose} was killed by SIGKILL (out of memory, or another process sent it)"
-    if signum in _CRASH_SIGNALS:
-        return f"{whose} was killed by {signum.name} (a crash in native code)"
-    return f"{whose} was killed by {signum.name}"

@@ -18,18 +18,23 @@ from multiprocessing.connection import Connection
 from s3wq.errors import S3wqError
 from s3wq.host.killtimer import KillTimer
 from s3wq.host.threads import ModuleThreads, leftover_threads, track_pool_jobs
+from s3wq.host.wire import (
+    HOST_PATH_ENV,
+    SELF_STOP_GRACE_SECONDS,
+    Exit,
+    Lease,
+    Loaded,
+    LoadFailed,
+    ProcessorEnd,
+    Reap,
+    Run,
+    RunEnded,
+    receive,
+    send,
+)
 from s3wq.inputs import InputPolicy
 from s3wq.protocol import clock
-from s3wq.protocol.tracebacks import own_frame, processor_roots
-
-# The host stops itself this long after the lease the worker reported, if
-# the worker has not stopped it first; less than the worker's lease margin.
-SELF_STOP_GRACE_SECONDS = 0.25
-# The warden -> runner message naming the runner's children it killed: zombies the runner must wait for.
-REAP = "reap"
-# The worker's sys.path, for the runner alone: the reaper and the warden start without it, so that nothing a
-# processor folder or the current directory holds (a sitecustomize.py, a module named like the stdlib's) runs in them.
-HOST_PATH_ENV = "S3WQ_HOST_SYS_PATH"
+from s3wq.protocol.tracebacks import one_line_error, own_frame, processor_roots, processor_traceback
 
 
 class _RunnerState:
@@ -38,7 +43,7 @@ class _RunnerState:
         self.lock = threading.Lock()
         self.held_until = 0.0
         self.running = False
-        self.runs: list[tuple] = []
+        self.runs: list[Run | Exit] = []
         self.arrived = threading.Condition(self.lock)
 
     def held(self) -> bool:
@@ -57,25 +62,25 @@ def _listen(conn: Connection, state: _RunnerState) -> None:
     """The runner's ear: lease updates and runs from the warden; exit when the warden is gone."""
     while True:
         try:
-            message = conn.recv()
+            message = receive(conn)
         except (EOFError, OSError):
             os._exit(0)
-        if message[0] == REAP:
-            _reap_killed(message[1])
+        if isinstance(message, Reap):
+            _reap_killed(message.pids)
             continue
         with state.lock:
-            if message[0] == "lease":
-                state.held_until = message[1]
+            if isinstance(message, Lease):
+                state.held_until = message.held_until
             else:
-                if message[0] == "run":
-                    state.held_until = message[7]
+                if isinstance(message, Run):
+                    state.held_until = message.held_until
                     state.running = True
                 state.runs.append(message)
                 state.arrived.notify()
             state.arm()
 
 
-def _reap_killed(pids: list[int]) -> None:
+def _reap_killed(pids: tuple[int, ...]) -> None:
     """Wait for the runner's children that the warden killed: a long-lived runner would keep each as a zombie.
 
     Only those: a child the module started and still owns is its to wait for
@@ -111,7 +116,6 @@ def _take_the_worker_path() -> None:
 
 
 def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
-    from s3wq.host.run_ends import one_line_error, processor_traceback
     from s3wq.model import Group
     from s3wq.processors import ProcessorContext, load_processor
     from s3wq.protocol.bodies import MAX_TRACEBACK_CHARS
@@ -123,10 +127,10 @@ def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input
         processor = load_processor(processor_spec)
         backend = open_backend(workspace_uri)
     except S3wqError as exc:
-        conn.send(("load_error", str(exc)))
+        send(conn, LoadFailed(str(exc)))
         return
     except Exception as exc:  # noqa: BLE001 -- the user's module failed to import: report it, the worker names it
-        conn.send(("load_error", f"processor {processor_spec!r} failed to load: {one_line_error(exc)}"))
+        send(conn, LoadFailed(f"processor {processor_spec!r} failed to load: {one_line_error(exc)}"))
         return
     roots = processor_roots(processor)
     state = _RunnerState()
@@ -135,35 +139,35 @@ def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input
     listener = threading.Thread(target=_listen, args=(conn, state), daemon=True, name="s3wq-host-listener")
     own_threads.add(listener)
     listener.start()
-    conn.send(("ready",))
+    send(conn, Loaded())
     while True:
         with state.lock:
             while not state.runs:
                 state.arrived.wait()
-            message = state.runs.pop(0)
-            if message[0] == "exit":
+            run = state.runs.pop(0)
+            if isinstance(run, Exit):
                 return
             state.arm()  # before the processor starts, not only when the listener gets round to it
-        _, hash_, paths, worker_id, attempt, owner, deadline_epoch, _held_until = message
-        group = Group(hash_, tuple(paths))
+        group = Group(run.hash, tuple(run.paths))
         ctx = ProcessorContext(
-            worker_id=worker_id,
-            attempt=attempt,
-            deadline=deadline_epoch,
+            worker_id=run.worker_id,
+            attempt=run.attempt,
+            deadline=run.deadline_epoch,
             group=group,
             backend=backend,
-            owner=owner,
+            owner=run.owner,
             _held=state.held,
             input_policy=input_policy,
         )
         try:
             processor(group, ctx)
-            reply: tuple = ("done", ctx.input_error_count, ctx.input_errors)
+            end = ProcessorEnd(ctx.input_error_count, tuple(ctx.input_errors))
         except Exception as exc:  # noqa: BLE001 -- a processor failure is an attempt, reported to the worker
-            reply = ("raised", one_line_error(exc), "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:], own_frame(exc, roots))
+            traceback = "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:]
+            end = ProcessorEnd(error=one_line_error(exc), traceback=traceback, frame=own_frame(exc, roots))
         finally:
             ctx.end_run()  # a thread that holds this ctx must not go on writing for the group, in this run or a later one
         with state.lock:
             state.running = False
             state.arm()
-        conn.send((*reply, multiprocessing_helpers(), leftover_threads(own_threads)))
+        send(conn, RunEnded(end, tuple(multiprocessing_helpers()), tuple(leftover_threads(own_threads))))

@@ -37,7 +37,7 @@ from typing import Protocol
 from s3wq.host.containment import describe_leftovers
 from s3wq.host.killtimer import KillTimer, process_kill_timer
 from s3wq.host.procfs import running_children
-from s3wq.host.run_ends import Raised, Returned, Unkillable, one_line_error, processor_traceback
+from s3wq.host.run_ends import Raised, Returned, Unkillable
 from s3wq.host.sandbox import ProcessorHost
 from s3wq.host.stopping import GracefulStop
 from s3wq.host.threads import idle_pool_worker
@@ -45,7 +45,7 @@ from s3wq.model import Group, RunStop
 from s3wq.processors import Processor, ProcessorContext
 from s3wq.protocol import clock
 from s3wq.protocol.lease import LeaseKeeper
-from s3wq.protocol.tracebacks import own_frame, processor_roots
+from s3wq.protocol.tracebacks import one_line_error, own_frame, processor_roots, processor_traceback
 from s3wq.store import Backend
 
 log = logging.getLogger("s3wq")

@@ -50,42 +50,45 @@ Off Linux (macOS: no subreaper, no /proc) the host ends its process group
 instead, and sees only threads left running: a process that left the group
 (``setsid``) escapes, and one left in it runs until the host ends.
 
-This module is the worker's side.
-
-Wire format (pickled tuples over a socket pair to the warden):
-worker -> host: ("run", hash, paths, worker_id, attempt, owner, deadline_epoch, held_until), ("lease", held_until), ("exit",)
-host -> worker: ("ready", contained) | ("load_error", message) first, then per run
-                ("done", input errors, the first of them, leftovers, host ending) |
-                ("raised", error, traceback, the processor's own frame, leftovers, host ending) |
-                ("died", the runner's exit code, lease over, leftovers)
-reaper -> worker, as it exits (a pipe): one JSON line, {"warden": exit code, "ended": names, "survived": names}
+This module is the worker's side. What it and the host's processes say to
+each other, and the exit codes and times they agree on, are in
+:mod:`s3wq.host.wire`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from s3wq.errors import ProcessorNotFound
 from s3wq.host.containment import describe_leftovers
 from s3wq.host.procfs import oom_kills
-from s3wq.host.reaper import WARDEN_GRACE_SECONDS
-from s3wq.host.run_ends import Raised, Returned, Unkillable, describe_exit
-from s3wq.host.runner_process import HOST_PATH_ENV
-from s3wq.host.warden import EXIT_ENDED, GIVE_UP_SECONDS
-from s3wq.inputs import ANYTHING, InputPolicy, policy_to_json
+from s3wq.host.run_ends import Raised, Returned, Unkillable
+from s3wq.host.wire import (
+    EXIT_ALL_ENDED,
+    HOST_PATH_ENV,
+    KILL_WAIT_SECONDS,
+    Exit,
+    HostReady,
+    HostStart,
+    Lease,
+    LoadFailed,
+    ReaperReport,
+    Run,
+    RunCleanedUp,
+    RunnerDied,
+    receive,
+    send,
+)
+from s3wq.inputs import ANYTHING, InputPolicy
 from s3wq.protocol import clock
 
-# How long kill() waits for the reaper to end the host: longer than it waits for the warden and then keeps trying itself.
-KILL_WAIT_SECONDS = WARDEN_GRACE_SECONDS + GIVE_UP_SECONDS + 3.0
 # Not ``-m s3wq.host.reaper``: the package imports it before runpy would run it as __main__. The path is made after
 # start-up, so no sitecustomize on it runs: first the folder that holds this process's s3wq, so that the host runs
 # the same s3wq as the worker, not another the interpreter has installed (it holds s3wq alone, or what pip installed
@@ -100,29 +103,34 @@ _HOST_ENTRY = (
 _S3WQ_ROOT = str(Path(__file__).resolve().parents[2])
 
 
-@dataclass(frozen=True)
-class ReaperReport:
-    """What the reaper said as it exited: the warden's exit code (None: not seen), and what it had to end itself, or could not."""
+# Signals that mean a crash in native code, not a kill from outside.
+_CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE}
 
-    warden: int | None = None
-    ended: tuple[str, ...] = ()  # the names of some of them
-    ended_count: int = 0
-    survived: tuple[str, ...] = ()
 
-    @property
-    def leftovers(self) -> str:
-        """What the reaper ended, as a run's leftovers are described."""
-        return describe_leftovers(self.ended, [], process_count=self.ended_count)
-
-    @classmethod
-    def read(cls, fd: int) -> ReaperReport | None:
-        """The report in the pipe ``fd`` (non-blocking), or None if the reaper wrote none (it was killed)."""
-        try:
-            line = os.read(fd, 65536)
-            doc = json.loads(line)
-            return cls(doc["warden"], tuple(doc["ended"]), doc["ended_count"], tuple(doc["survived"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+def describe_exit(
+    code: int | None, *, lease_over: bool = False, out_of_memory: bool | None = None, whose: str = "the processor host"
+) -> str:
+    """Why a process of the host ended, in one line; ``out_of_memory``: whether the kernel's OOM killer ran meanwhile (None: not known)."""
+    if lease_over:
+        return "the processor host stopped it: the lease it last heard of had run out"
+    if code is None:
+        return f"{whose} stopped answering"
+    if code >= 0:
+        return f"{whose} exited with code {code}"
+    try:
+        signum = signal.Signals(-code)
+    except ValueError:
+        return f"{whose} was killed by signal {-code}"
+    if signum == signal.SIGKILL:
+        if out_of_memory:
+            return f"{whose} was killed by SIGKILL: the kernel's OOM killer ran during the run (out of memory)"
+        if out_of_memory is False:
+            # Another process sent it: the processor, or one it started (os.killpg on a group it shares, pkill).
+            return f"{whose} was killed by SIGKILL, not by the kernel's OOM killer: a process sent it (the processor, or one it started?)"
+        return f"{whose} was killed by SIGKILL (out of memory, or another process sent it)"
+    if signum in _CRASH_SIGNALS:
+        return f"{whose} was killed by {signum.name} (a crash in native code)"
+    return f"{whose} was killed by {signum.name}"
 
 
 def _signal_quietly(pid: int, signum: int, *, group: bool = False) -> None:
@@ -162,18 +170,14 @@ class ProcessorHost:
         return self._process is not None and self._process.poll() is None
 
     def _command(self, conn_fd: int, report_fd: int) -> list[str]:
+        start = HostStart(report_fd, os.getpid(), conn_fd, self.processor_spec, self.workspace_uri, self.input_policy)
         return [
             sys.executable,
             "-P",  # no current directory on the path: a file there named like a module the host imports is not imported
             "-c",
             _HOST_ENTRY,
             _S3WQ_ROOT,
-            str(report_fd),
-            str(os.getpid()),
-            str(conn_fd),
-            self.processor_spec,
-            self.workspace_uri,
-            policy_to_json(self.input_policy),
+            *start.to_argv(),
         ]
 
     def start(self, wake_fds: Sequence[int] = ()) -> bool:
@@ -221,23 +225,24 @@ class ProcessorHost:
             if self._process.poll() is not None:
                 break
         message = self._receive()
-        if message is None or message[0] != "ready":
-            reason = message[1] if message and message[0] == "load_error" else describe_exit(self._process.poll())
+        if not isinstance(message, HostReady):
+            reason = message.reason if isinstance(message, LoadFailed) else describe_exit(self._process.poll())
             self.kill()
             raise ProcessorNotFound(reason)
-        self._contained = message[1]
+        self._contained = message.contained
         self._ready = True
         return True
 
-    def _receive(self) -> tuple | None:
+    def _receive(self) -> object:
+        """The warden's next message; None once it is gone."""
         try:
-            return self._conn.recv()
+            return receive(self._conn)
         except (EOFError, OSError):
             return None
 
-    def _send(self, message: tuple) -> None:
+    def _send(self, message: Run | Lease | Exit) -> None:
         try:
-            self._conn.send(message)
+            send(self._conn, message)
         except (BrokenPipeError, OSError):
             pass  # the host died; the next wait reports how
 
@@ -246,11 +251,11 @@ class ProcessorHost:
     ) -> None:
         self._held_until = held_until
         self._oom_kills_at_run = oom_kills()
-        self._send(("run", hash_, list(paths), worker_id, attempt, owner, deadline_epoch, held_until))
+        self._send(Run(hash_, tuple(paths), worker_id, attempt, owner, deadline_epoch, held_until))
 
     def lease(self, held_until: float) -> None:
         self._held_until = held_until
-        self._send(("lease", held_until))
+        self._send(Lease(held_until))
 
     def wait(self, timeout: float, wake_fds: Sequence[int] = ()) -> Returned | Raised | Unkillable | None:
         """The run's end if it came within ``timeout`` (None otherwise, or when a wake fd fired).
@@ -264,29 +269,29 @@ class ProcessorHost:
                 return self._warden_died()
             return None
         message = self._receive()
-        if message is None:  # the warden exited (it holds the other end alone)
+        if isinstance(message, RunnerDied):
+            return self._runner_died(message)
+        if not isinstance(message, RunCleanedUp):  # None: the warden exited (it holds the other end alone)
             return self._warden_died()
-        kind, *fields = message
-        if kind == "died":
-            return self._runner_died(*fields)
-        *details, leftovers, host_ending = fields
-        end = Returned(details[0], tuple(details[1]), leftovers=leftovers) if kind == "done" else Raised(*details, leftovers=leftovers)
-        if host_ending and not self.kill():
+        if message.host_ending and not self.kill():
             return Unkillable()
-        return end
+        end = message.end
+        if end.error is None:
+            return Returned(end.input_error_count, end.input_errors, leftovers=message.leftovers)
+        return Raised(end.error, end.traceback, end.frame, leftovers=message.leftovers)
 
     def _out_of_memory(self) -> bool | None:
         now = oom_kills()
         return None if now is None or self._oom_kills_at_run is None else now > self._oom_kills_at_run
 
-    def _runner_died(self, code: int | None, lease_over: bool, leftovers: str) -> Raised | Unkillable:
-        """The runner died (``code``: its exit code); the warden has ended the host, and named what the run left."""
+    def _runner_died(self, died: RunnerDied) -> Raised | Unkillable:
+        """The runner died; the warden has ended the host, and named what the run left."""
         out_of_memory = self._out_of_memory()
         if not self.kill():
             return Unkillable()
         # The host ends itself at the lease it last heard of; a death after that is its doing.
-        over = lease_over or clock.now() >= self._held_until
-        return Raised(describe_exit(code, lease_over=over, out_of_memory=out_of_memory), leftovers=leftovers, host_died=True)
+        over = died.lease_over or clock.now() >= self._held_until
+        return Raised(describe_exit(died.exit_code, lease_over=over, out_of_memory=out_of_memory), leftovers=died.leftovers, host_died=True)
 
     def _warden_died(self) -> Raised | Unkillable:
         """The warden exited without a word (killed, crashed): the reaper ends what it left, and names it."""
@@ -294,10 +299,12 @@ class ProcessorHost:
         if not self.kill():
             return Unkillable()
         report = self.last_report or ReaperReport()
+        # What the reaper ended, as a run's leftovers are described.
+        leftovers = describe_leftovers(report.ended, [], process_count=report.ended_count)
         if clock.now() >= self._held_until:
-            return Raised(describe_exit(report.warden, lease_over=True), leftovers=report.leftovers, host_died=True)
-        error = describe_exit(report.warden, out_of_memory=out_of_memory, whose="the processor host's warden")
-        return Raised(error, leftovers=report.leftovers, host_died=True)
+            return Raised(describe_exit(report.warden_exit_code, lease_over=True), leftovers=leftovers, host_died=True)
+        error = describe_exit(report.warden_exit_code, out_of_memory=out_of_memory, whose="the processor host's warden")
+        return Raised(error, leftovers=leftovers, host_died=True)
 
     def kill_now(self) -> None:
         """Ask the reaper to end the host, without waiting (a second Ctrl-C: the worker exits at once)."""
@@ -339,7 +346,7 @@ class ProcessorHost:
         return gone
 
     def _ended_cleanly(self, code: int) -> bool:
-        if code == EXIT_ENDED:
+        if code == EXIT_ALL_ENDED:
             return True
         # SIGTERM's own action before the reaper could handle it: before "ready", so before it forked anything.
         if code == -signal.SIGTERM and not self._ready:
@@ -350,7 +357,7 @@ class ProcessorHost:
     def close(self) -> None:
         """Let an idle host exit by itself; kill it if it does not."""
         if self.running:
-            self._send(("exit",))
+            self._send(Exit())
             try:
                 self._process.wait(timeout=5)
             except subprocess.TimeoutExpired:

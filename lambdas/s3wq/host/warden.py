@@ -17,7 +17,6 @@ or when the runner dies. Its exit code says whether they all died.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import resource
 import signal
@@ -27,15 +26,34 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection, wait
 
-from s3wq.host.containment import KeptAppearing, ProcessTree, describe_leftovers, not_kept
+from s3wq.host.containment import KeptAppearing, ProcessTree, describe_leftovers, not_kept, signal_on_parent_death
 from s3wq.host.killtimer import KillTimer
 from s3wq.host.procfs import Member, read_stat
-from s3wq.host.runner_process import REAP, SELF_STOP_GRACE_SECONDS, runner_main
-from s3wq.inputs import policy_from_json
+from s3wq.host.runner_process import runner_main
+from s3wq.host.wire import (
+    EXIT_ALL_ENDED,
+    EXIT_SOME_SURVIVED,
+    FROM_RUNNER,
+    GIVE_UP_KILLING_SECONDS,
+    SELF_STOP_GRACE_SECONDS,
+    Exit,
+    HostReady,
+    HostStart,
+    Lease,
+    Loaded,
+    LoadFailed,
+    Reap,
+    Run,
+    RunCleanedUp,
+    RunEnded,
+    RunnerDied,
+    RunnerIdentity,
+    receive,
+    send,
+)
 from s3wq.protocol import clock
 
 _WATCH_SLICE_SECONDS = 0.5
-_PR_SET_PDEATHSIG = 1
 
 # Signals that end the host: the reaper's death (PR_SET_PDEATHSIG), a kill request (the reaper passes the worker's on).
 _ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
@@ -45,26 +63,12 @@ _ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 # case something stops the warden again as it resumes.
 _LEASE_TIMER_SIGNALS = (signal.SIGCONT, signal.SIGALRM)
 _LEASE_TIMER_REPEAT_SECONDS = 0.1
-# The warden's exit codes: every process of the host is gone; some would not die (ProcessorHost.kill reads them).
-EXIT_ENDED = 0
-EXIT_MEMBERS_SURVIVED = 75
-# How long the warden keeps killing a process that will not die (uninterruptible sleep) before it says so;
-# a process torn down with a large memory or a GPU context can take seconds to exit after SIGKILL.
-GIVE_UP_SECONDS = 10.0
 # How long a runner whose socket closed may take to be reaped before it counts as gone without a code.
 _RUNNER_EXIT_SECONDS = 1.0
 # How long a run's leftovers may keep reappearing as they are frozen before the runner counts as starting them.
 _RESPAWN_SECONDS = 1.0
 # How long after its group is resumed a runner that starts no new process is taken for starting none.
 _RESUMED_WATCH_SECONDS = 0.02
-
-
-def prctl_pdeathsig(signum: int) -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass  # the warden still sees its pipe close
 
 
 class _Warden:
@@ -117,7 +121,7 @@ class _Warden:
             killed, survivors = self.tree.end(
                 select,
                 reap=self.reap,
-                within=GIVE_UP_SECONDS,
+                within=GIVE_UP_KILLING_SECONDS,
                 settle_within=settle_within,
                 zombies_too=zombies_too,
                 on_found=self._stop_runner_group,
@@ -132,11 +136,11 @@ class _Warden:
             self.tree.end(dict.values, reap=self.reap, within=0.0)  # one round at the rest of the host: the runner, the module's own
             names = describe_leftovers([m.name for m in survivors], [])
             print(
-                f"s3wq: the processor host could not end {names} in {GIVE_UP_SECONDS:g} s ({why}): its group is left to its lease",
+                f"s3wq: the processor host could not end {names} in {GIVE_UP_KILLING_SECONDS:g} s ({why}): its group is left to its lease",
                 file=sys.stderr,
                 flush=True,
             )
-            os._exit(EXIT_MEMBERS_SURVIVED)
+            os._exit(EXIT_SOME_SURVIVED)
         return killed
 
     def end_host(self) -> None:
@@ -148,7 +152,7 @@ class _Warden:
             os.killpg(0, signal.SIGKILL)  # no subreaper, no /proc: the process group, the warden with it
         # Everything, the module's own processes too, until none is left even as a zombie.
         self._end_members(dict.values, zombies_too=True)
-        os._exit(EXIT_ENDED)
+        os._exit(EXIT_ALL_ENDED)
 
     def end_host_hard(self, error: BaseException) -> None:
         """The warden itself failed (a /proc read refused, poll refused): end the host however it still can, and exit."""
@@ -228,10 +232,10 @@ class _Warden:
         """What of ``killed`` the run left: not the runner, nor the module's own."""
         return [m for m in killed if m.pid != self.runner_pid and m.key not in self.baseline]
 
-    def finish_run(self, reply: tuple) -> None:
+    def finish_run(self, finished: RunEnded) -> None:
         """A run ended: end what it left running, and only then tell the worker; threads left running end the host."""
-        *fields, kept, threads = reply
-        self.keep(kept)
+        threads = finished.threads
+        self.keep(finished.kept_pids)
         host_ending = bool(threads)
         if threads and self.tree.contained:
             # A thread cannot be stopped alone, and it may be starting processes: the runner goes first, with the host.
@@ -250,7 +254,7 @@ class _Warden:
         # The lease timer stayed armed until the run's processes were gone: a frozen worker cannot delay that.
         self.deadline = None
         self.lease_over.disarm()
-        self.tell_worker((*fields, describe_leftovers([m.name for m in killed], threads), host_ending))
+        self.tell_worker(RunCleanedUp(finished.end, describe_leftovers([m.name for m in killed], threads), host_ending))
         if host_ending:
             self.end_host()
         self._tell_runner_to_reap(killed)
@@ -258,13 +262,13 @@ class _Warden:
     def _tell_runner_to_reap(self, killed: list[Member]) -> None:
         if orphans := [m.pid for m in killed if m.parent == self.runner_pid]:
             try:
-                self.runner.send((REAP, orphans))
+                send(self.runner, Reap(tuple(orphans)))
             except OSError:
                 pass  # the runner died: reaped by the watch
 
-    def tell_worker(self, message: tuple) -> None:
+    def tell_worker(self, message: HostReady | LoadFailed | RunCleanedUp) -> None:
         try:
-            self.worker.send(message)
+            send(self.worker, message)
         except OSError:
             self.end_host()  # the worker is gone: so is its claim
 
@@ -274,32 +278,32 @@ class _Warden:
         self._ending = True
         left = describe_leftovers([m.name for m in self._runs_own(self._end_members(dict.values, zombies_too=True))], [])
         try:
-            self.worker.send(("died", self.runner_code, over, left))
+            send(self.worker, RunnerDied(self.runner_code, over, left))
         except OSError:
             pass  # the worker is gone: the host is ended all the same
-        os._exit(EXIT_ENDED)
+        os._exit(EXIT_ALL_ENDED)
 
     def _from_worker(self, runner: Connection) -> None:
         try:
-            message = self.worker.recv()
+            message = receive(self.worker)
         except (EOFError, OSError):
             self.end_host()  # the worker is gone: so is its claim
-        if message[0] == "exit":
+        if isinstance(message, Exit):
             self.end_host()
-        if message[0] == "run":
-            self.deadline = message[7] + SELF_STOP_GRACE_SECONDS
-        elif message[0] == "lease" and self.deadline is not None:  # one sent as the run ended is old news
-            self.deadline = message[1] + SELF_STOP_GRACE_SECONDS
+        if isinstance(message, Run):
+            self.deadline = message.held_until + SELF_STOP_GRACE_SECONDS
+        elif isinstance(message, Lease) and self.deadline is not None:  # one sent as the run ended is old news
+            self.deadline = message.held_until + SELF_STOP_GRACE_SECONDS
         if self.deadline is not None:
             self.lease_over.arm(self.deadline, repeat=_LEASE_TIMER_REPEAT_SECONDS)
         try:
-            runner.send(message)
+            send(runner, message)
         except OSError:
             pass  # the runner died: reaped below
 
     def _from_runner(self, runner: Connection) -> None:
         try:
-            reply = runner.recv()
+            reply = receive(runner)
         except (EOFError, OSError):
             # The runner is gone, or closed its socket: its exit code, if it comes soon.
             give_up = clock.now() + _RUNNER_EXIT_SECONDS
@@ -309,16 +313,16 @@ class _Warden:
             self._runner_died()
         except Exception:  # noqa: BLE001 -- bytes that are no message (a processor wrote to the runner's socket): the runner failed
             self._runner_died()
-        if not _well_formed(reply):
+        if not isinstance(reply, FROM_RUNNER):
             self._runner_died()
-        if reply[0] in ("done", "raised"):
+        if isinstance(reply, RunEnded):
             self.finish_run(reply)
             return
-        if reply[0] == "ready":
+        if isinstance(reply, Loaded):
             # What the module started at import is its own; and the worker learns whether /proc shows the host.
             self.baseline = {m.key for m in self.tree.members().values() if m.pid != self.runner_pid}
-            reply = ("ready", self.tree.contained)
-        self.tell_worker(reply)
+            reply = HostReady(self.tree.contained)
+        self.tell_worker(reply)  # HostReady, or LoadFailed as the runner said it
 
     def watch(self, worker: Connection, runner: Connection, runner_pid: int) -> None:
         self.worker, self.runner, self.runner_pid = worker, runner, runner_pid
@@ -344,27 +348,18 @@ class _Warden:
                 self._runner_died()
 
 
-# What the runner sends, by kind: how many fields follow (a run's end ends with the processes it keeps and its leftover threads).
-_RUNNER_FIELDS = {"ready": 0, "load_error": 1, "done": 4, "raised": 5}
-
-
-def _well_formed(reply: object) -> bool:
-    return isinstance(reply, tuple) and bool(reply) and _RUNNER_FIELDS.get(reply[0]) == len(reply) - 1
-
-
-def host_main(argv: Sequence[str], *, parent_pid: int, tell_runner: int | None = None) -> None:
-    """The warden, below the reaper (``parent_pid``): fork the runner, write its pid and start time to ``tell_runner``, and watch."""
-    fd, processor_spec, workspace_uri, input_policy = argv
+def warden_main(start: HostStart, *, parent_pid: int, tell_runner: int | None = None) -> None:
+    """The warden, below the reaper (``parent_pid``): fork the runner, tell ``tell_runner`` who it is, and watch."""
     warden = _Warden()  # before the runner exists: every process of the host is to be the warden's
     # Handled signals, not SIGKILL: the warden must live to end every process of the host.
     for signum in _ENDING_SIGNALS:
         signal.signal(signum, warden.on_signal)
     for signum in _LEASE_TIMER_SIGNALS:
         signal.signal(signum, warden.on_lease_timer)
-    prctl_pdeathsig(signal.SIGHUP)
+    signal_on_parent_death(signal.SIGHUP)
     if os.getppid() != parent_pid:  # the reaper died before we could ask to hear of it
         warden.end_host()
-    worker = Connection(int(fd))
+    worker = Connection(start.worker_fd)
     ours, theirs = socket.socketpair()
     runner_pid = os.fork()  # no threads yet, no user code loaded: a safe fork
     if runner_pid == 0:
@@ -372,21 +367,21 @@ def host_main(argv: Sequence[str], *, parent_pid: int, tell_runner: int | None =
         ours.close()
         if tell_runner is not None:
             os.close(tell_runner)
-        prctl_pdeathsig(signal.SIGKILL)  # the runner dies with its warden
+        signal_on_parent_death(signal.SIGKILL)  # the runner dies with its warden
         for signum in (*_ENDING_SIGNALS, *_LEASE_TIMER_SIGNALS):
             signal.signal(signum, signal.SIG_DFL)
         if warden.tree.contained:
             # A processor's os.killpg(0, ...) -- "end everything I started" -- ends the runner's group, not the warden.
             os.setpgid(0, 0)
         try:
-            runner_main(Connection(theirs.detach()), processor_spec, workspace_uri, policy_from_json(input_policy))
+            runner_main(Connection(theirs.detach()), start.processor_spec, start.workspace_uri, start.input_policy)
         finally:
             os._exit(0)
     theirs.close()
     if tell_runner is not None:
         runner = read_stat(runner_pid)
         try:
-            os.write(tell_runner, f"{runner_pid} {runner.started if runner else 0}\n".encode())
+            os.write(tell_runner, RunnerIdentity(runner_pid, runner.started if runner else 0).line())
         finally:
             os.close(tell_runner)
     warden.watch(worker, Connection(ours.detach()), runner_pid)

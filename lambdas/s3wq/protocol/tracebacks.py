@@ -1,4 +1,4 @@
-"""Which frame of a processor's traceback is the user's own: the line ``s3wq failures`` shows first.
+"""A processor's exception in words: its one line, its traceback, and which frame is the user's own (the line ``s3wq failures`` shows first).
 
 A processor that calls ``json.loads`` on bad input raises deep inside
 ``json/decoder.py``; the end of the traceback is all standard library, and
@@ -99,6 +99,15 @@ def _shown_file(real: str, given: str) -> str:
             best = base
     shown = os.path.relpath(real, best) if best is not None else given
     return shown[-MAX_FRAME_FILE_CHARS:]
+
+
+def one_line_error(exc: BaseException) -> str:
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()[:2000]
+
+
+def processor_traceback(exc: BaseException) -> list[str]:
+    """The traceback from the processor's own frame down: s3wq's frame that called it says nothing."""
+    return traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
 
 
 def own_frame(exc: BaseException, roots: tuple[str, ...]) -> ErrorFrame | None:
