@@ -24,6 +24,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from s3wq.ops.status import STATUS_RESULT_PATH, status_path
+
 from .settings import DeploySettings
 
 # Lambda's own transient errors, retried with exponential backoff and full
@@ -88,12 +90,12 @@ class WorkerStateMachine(Construct):
             self,
             "WaitForLocks",
             comment="No progress, but live locks are held: wait until the last of them would go stale (status.wait_seconds)",
-            time=sfn.WaitTime.seconds_path("$.status.wait_seconds"),
+            time=sfn.WaitTime.seconds_path(status_path("wait_seconds")),
         )
         summary = self._summary()
         self._rounds(next_round, run_workers, count_after, wait_for_locks, summary)
         anything_to_do = (
-            sfn.Choice(self, "AnythingToDo").when(sfn.Condition.number_equals("$.status.remaining", 0), summary).otherwise(next_round)
+            sfn.Choice(self, "AnythingToDo").when(sfn.Condition.number_equals(status_path("remaining"), 0), summary).otherwise(next_round)
         )
         check_input = self._check_input(bad_input, cap_workers, init)
         init.next(plan_workers).next(count_before).next(anything_to_do)
@@ -145,7 +147,12 @@ class WorkerStateMachine(Construct):
     def _count(self, name: str) -> tasks.LambdaInvoke:
         """Invoke the status function; its counts land in $.status."""
         invoke = tasks.LambdaInvoke(
-            self, name, lambda_function=self._status, payload_response_only=True, retry_on_service_exceptions=False, result_path="$.status"
+            self,
+            name,
+            lambda_function=self._status,
+            payload_response_only=True,
+            retry_on_service_exceptions=False,
+            result_path=STATUS_RESULT_PATH,
         )
         return _retry_lambda_errors(invoke)
 
@@ -158,7 +165,7 @@ class WorkerStateMachine(Construct):
                 "failureTolerance": sfn.JsonPath.number_at("$.failureTolerance"),
                 "items": sfn.JsonPath.list_at("$.items"),
                 "round": sfn.JsonPath.math_add(sfn.JsonPath.number_at("$.round"), 1),
-                "lastFinished": sfn.JsonPath.number_at("$.status.finished"),
+                "lastFinished": sfn.JsonPath.number_at(status_path("finished")),
             },
         )
 
@@ -210,10 +217,10 @@ class WorkerStateMachine(Construct):
             self,
             "Summary",
             parameters={
-                "groups": sfn.JsonPath.number_at("$.status.groups"),
-                "done": sfn.JsonPath.number_at("$.status.done"),
-                "failed": sfn.JsonPath.number_at("$.status.failed"),
-                "remaining": sfn.JsonPath.number_at("$.status.remaining"),
+                "groups": sfn.JsonPath.number_at(status_path("groups")),
+                "done": sfn.JsonPath.number_at(status_path("done")),
+                "failed": sfn.JsonPath.number_at(status_path("failed")),
+                "remaining": sfn.JsonPath.number_at(status_path("remaining")),
                 "rounds": sfn.JsonPath.number_at("$.round"),
                 "failureTolerance": sfn.JsonPath.number_at("$.failureTolerance"),
             },
@@ -254,14 +261,14 @@ class WorkerStateMachine(Construct):
         """The loop: NextRound -> RunWorkers -> CountAfter -> MoreRounds, which goes round again, waits for locks, or sums up."""
         more_rounds = (
             sfn.Choice(self, "MoreRounds")
-            .when(sfn.Condition.number_equals("$.status.remaining", 0), summary)
+            .when(sfn.Condition.number_equals(status_path("remaining"), 0), summary)
             .when(sfn.Condition.number_greater_than_equals("$.round", self._settings.max_rounds), summary)
             # Progress is groups finished (done or failed), not groups remaining:
             # a populate that adds groups mid-round must not look like a stall.
-            .when(sfn.Condition.number_greater_than_json_path("$.status.finished", "$.lastFinished"), next_round)
+            .when(sfn.Condition.number_greater_than_json_path(status_path("finished"), "$.lastFinished"), next_round)
             # Groups handed back (out of time: for a worker with more; a signal) need a fresh round, not a wait.
-            .when(sfn.Condition.number_greater_than("$.status.released", 0), next_round)
-            .when(sfn.Condition.number_greater_than("$.status.locked", 0), wait_for_locks.next(next_round))
+            .when(sfn.Condition.number_greater_than(status_path("released"), 0), next_round)
+            .when(sfn.Condition.number_greater_than(status_path("locked"), 0), wait_for_locks.next(next_round))
             .otherwise(summary)
         )
         next_round.next(run_workers).next(count_after).next(more_rounds)
