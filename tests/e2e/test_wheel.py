@@ -21,8 +21,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PINNED = ("requirements.txt", "requirements-dev.txt", "requirements-ocr.txt")
 # What s3wq_cdk reads from its package data: the pins its assets install (s3wq_cdk/sources.py).
 SHIPPED_PINS = ("requirements.txt", "requirements-ocr.txt")
