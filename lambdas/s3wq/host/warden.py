@@ -67,8 +67,11 @@ _LEASE_TIMER_REPEAT_SECONDS = 0.1
 _RUNNER_EXIT_SECONDS = 1.0
 # How long a run's leftovers may keep reappearing as they are frozen before the runner counts as starting them.
 _RESPAWN_SECONDS = 1.0
-# How long after its group is resumed a runner that starts no new process is taken for starting none.
-_RESUMED_WATCH_SECONDS = 0.02
+# How long after its group is resumed a runner that starts no new process is taken for starting none. Paid only by a
+# run that left processes; long enough for a resumed thread to be scheduled on a loaded machine (at 20 ms, 15
+# runnable tasks on 2 cores let a forking raw thread through now and then, and the kept host's children overlapped
+# the retry).
+_RESUMED_WATCH_SECONDS = 0.25
 
 
 class _Warden:
@@ -217,7 +220,7 @@ class _Warden:
         With its group stopped the runner forked no more while its run's
         leftovers were ended; a thread the runner could not see as the run's
         (a raw or native one) that keeps starting processes starts the next
-        within a few milliseconds of the resume.
+        as soon as it is scheduled again.
         """
         give_up = clock.now() + _RESUMED_WATCH_SECONDS
         while clock.now() < give_up:
@@ -225,7 +228,7 @@ class _Warden:
             # Alive: what was just killed lingers as zombies until the runner waits for them.
             if any(member.alive for member in self._run_leftovers(self.tree.members())):
                 return True
-            time.sleep(_RESUMED_WATCH_SECONDS / 4)
+            time.sleep(0.005)
         return False
 
     def _runs_own(self, killed: list[Member]) -> list[Member]:
