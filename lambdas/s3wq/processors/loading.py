@@ -11,10 +11,12 @@ import traceback
 from s3wq.errors import ProcessorNotFound
 from s3wq.processors.builtins import noop, text
 from s3wq.processors.context import Processor
+from s3wq.processors.profiles import PROCESSOR_PROFILES
 
 BUILTIN_PROCESSORS: dict[str, Processor] = {"noop": noop, "text": text}
 # Built in, but needing an extra (name -> the extra): imported only when named, so that a plain install stays light.
-EXTRA_PROCESSORS: dict[str, str] = {"ocr": "ocr"}
+# Every such processor has a profile (profiles.py), so the profiles are the one list of them.
+EXTRA_PROCESSORS: dict[str, str] = {name: profile.extra for name, profile in PROCESSOR_PROFILES.items()}
 BUILTIN_NAMES = tuple(sorted({*BUILTIN_PROCESSORS, *EXTRA_PROCESSORS}))
 _SPEC_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -2,15 +2,16 @@
 
 One table, read by the CDK construct (s3wq_cdk's settings: the worker's
 memory and group size when the user sets none, and the pinned file its
-container image installs) and by the local cloud (the same file, built for
-this machine). A processor that needs no extra has no entry. Plain data: no
-CDK, nothing that runs on Lambda reads it.
+container image installs), by the local cloud (the same file, built for
+this machine) and by loading.py (which names are built-ins that need an
+extra, and which extra). A processor that needs no extra has no entry.
+Plain data: no CDK.
 
 A new built-in with an extra is: its module (``processors/<name>/``), its
 extra in pyproject.toml, its pinned ``requirements-<name>.txt`` at the
 checkout's root with a link to it in s3wq_cdk's ``requirements/`` (shipped
-in the wheel), its name in :data:`s3wq.processors.loading.EXTRA_PROCESSORS`,
-and an entry here.
+in the wheel), and an entry here (docs/processors.md, "Adding a built-in
+processor that needs an extra").
 """
 
 from __future__ import annotations

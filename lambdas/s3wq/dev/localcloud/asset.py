@@ -36,7 +36,6 @@ from pathlib import Path
 
 from s3wq.dev.localcloud.runner import TaskAsset
 from s3wq.errors import BadInput
-from s3wq.processors.loading import EXTRA_PROCESSORS
 from s3wq.processors.profiles import PROCESSOR_PROFILES
 from s3wq_cdk import sources
 
@@ -115,12 +114,10 @@ class BuiltinExtra:
     @classmethod
     def find(cls, spec: str) -> BuiltinExtra | None:
         """The extra ``spec`` needs, or None for every other processor (no subprocess then: the default path stays as it is)."""
-        if spec not in EXTRA_PROCESSORS:
+        profile = PROCESSOR_PROFILES.get(spec)  # every built-in that needs an extra has one (loading.EXTRA_PROCESSORS)
+        if profile is None:
             return None
         _need_source_tree(f"--processor {spec}")
-        profile = PROCESSOR_PROFILES.get(spec)
-        if profile is None:
-            raise BadInput(f"--processor {spec}: s3wq/processors/profiles.py names no requirements for its extra (PROCESSOR_PROFILES)")
         return cls(spec, sources.requirements_file(profile.requirements_file))
 
     @property
