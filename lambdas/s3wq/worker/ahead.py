@@ -137,4 +137,4 @@ class ClaimAhead:
         if errors and not quiet:
             raise errors[0]
         claimed = outcomes[0]
-        return None if isinstance(claimed, BaseException) else claimed  # type: ignore[return-value]
+        return None if isinstance(claimed, BaseException) else claimed
