@@ -189,7 +189,7 @@ def send(conn: Connection, message: Message) -> None:
     a record, and a run's four records (two hops each way) would add a
     tenth to what the host costs a run that does nothing.
     """
-    fields = tuple(message)
+    fields: tuple[object, ...] = tuple(message)
     if isinstance(message, _CARRYING_AN_END):
         fields = (tuple(message.end), *fields[1:])
     conn.send((type(message).__name__, *fields))
