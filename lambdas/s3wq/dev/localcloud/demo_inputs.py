@@ -70,7 +70,7 @@ def upload_samples(s3: Any, bucket: str, count: int, *, draw_scans_with: TaskAss
     """
     keys = [_key(number, draw_scans_with is not None) for number in range(count)]
     scans = {number: key for number, key in enumerate(keys) if key.startswith("inputs/scanned ")}
-    bodies = _draw_scans(draw_scans_with, scans) if scans else {}
+    bodies = _draw_scans(draw_scans_with, scans) if scans and draw_scans_with is not None else {}
     for number, key in enumerate(keys):
         if number in bodies:
             body = bodies[number]
