@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import cast
 from multiprocessing.connection import Connection
+from typing import cast
 
 from s3wq.errors import S3wqError
 from s3wq.host.killtimer import KillTimer

@@ -23,9 +23,9 @@ import signal
 import socket
 import sys
 import time
-from typing import NoReturn
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection, wait
+from typing import NoReturn
 
 from s3wq.host.containment import KeptAppearing, ProcessTree, describe_leftovers, not_kept, signal_on_parent_death
 from s3wq.host.killtimer import KillTimer
