@@ -153,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     import argparse
 
+    assert main.__doc__ is not None
     parser = argparse.ArgumentParser(prog="python -m s3wq_cdk.asset_files", description=main.__doc__.splitlines()[0])
     parser.add_argument("--target", required=True, type=Path, help="an empty folder to build into")
     parser.add_argument("--processor-dir", type=Path, help="a processor folder to ship beside s3wq")

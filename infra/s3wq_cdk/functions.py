@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -111,6 +113,8 @@ class QueueFunctions(Construct):
         )
         role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]))
         # The same function either way: an image differs only in its code, and names its handler in its CMD.
+        kind: type[lambda_.Function]
+        packaging: dict[str, Any]
         if isinstance(code, lambda_.DockerImageCode):
             kind, packaging = lambda_.DockerImageFunction, {"code": code}
         else:

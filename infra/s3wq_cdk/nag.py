@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import cast
 
 from aws_cdk import Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 
 def _js_regex(text: str) -> str:
@@ -39,7 +40,7 @@ def suppress_findings(
 
 def _roles(functions: Sequence[lambda_.Function], prefix: str) -> None:
     NagSuppressions.add_resource_suppressions(
-        [fn.role for fn in functions],
+        cast("list[IConstruct]", [fn.role for fn in functions]),  # each function is made with its own role
         [
             NagPackSuppression(
                 id="AwsSolutions-IAM5",

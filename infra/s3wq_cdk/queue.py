@@ -10,6 +10,8 @@ puts the workspace in a bucket of the user's app.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -146,7 +148,7 @@ class S3wqQueue(Construct):
                     listing.add_condition("StringLike", {"s3:prefix": [f"{location.prefix}/*", location.prefix]})
                 role.grant_principal.add_to_principal_policy(listing)
 
-    def _workspace(self, role: iam.IGrantable, *, read: list[str], write: list[str] = (), delete: list[str] = ()) -> None:
+    def _workspace(self, role: iam.IGrantable, *, read: Sequence[str], write: Sequence[str] = (), delete: Sequence[str] = ()) -> None:
         storage = self.storage
         # ListBucket on the workspace bucket: S3 answers a missing key with 404
         # only to callers that may list the bucket (403 otherwise), and the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeVar
 
 from s3wq.errors import BadWorkspace, ConfigError
 
@@ -167,7 +168,10 @@ MAX_WORKERS_PER_EXECUTION = 10_000
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
-def _number(environ: dict, name: str, default: float, kind: type, minimum: float, maximum: float = math.inf) -> float:
+_Default = TypeVar("_Default", bound=float | None)
+
+
+def _number(environ: dict, name: str, default: _Default, kind: type, minimum: float, maximum: float = math.inf) -> float | _Default:
     raw = environ.get(name)
     if raw is None or raw == "":
         return default

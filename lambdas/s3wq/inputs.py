@@ -202,7 +202,8 @@ class InputPolicy:
             raise InputTooLarge(
                 f"input too large: {path} is {size:,} bytes, over the input size cap of {self.max_bytes:,} bytes ({_RAISE_CAP})"
             )
-        chunks, got = [], 0
+        chunks: list[bytes] = []
+        got = 0
         while got <= self.max_bytes:
             chunk = stream.read(self.max_bytes + 1 - got)
             if not chunk:

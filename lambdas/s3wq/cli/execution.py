@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -86,7 +85,7 @@ def start_execution(sfn: Any, state_machine_arn: str, *, workers: int, failure_t
 
 
 def follow_showing_progress(
-    sfn: Any, execution_arn: str, backend: Backend, *, show: bool, stream: io.TextIOBase | None = None, interval: float = POLL_SECONDS
+    sfn: Any, execution_arn: str, backend: Backend, *, show: bool, stream: IO[str] | None = None, interval: float = POLL_SECONDS
 ) -> tuple[dict, QueueStatus]:
     """:func:`~s3wq.ops.executions.follow_execution`, with the progress display on ``stream`` (stdout) when ``show``."""
     progress = RunProgress(stream=stream) if show else None

@@ -35,7 +35,7 @@ FORMATTER = argparse.RawDescriptionHelpFormatter
 class _OneLineErrors(argparse.ArgumentParser):
     """Usage errors as one line naming the problem, like every other bad input."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 

@@ -183,6 +183,7 @@ def cmd_work(args: argparse.Namespace) -> int:
 def _work_exit_code(args: argparse.Namespace, settings: WorkerSettings, report, stop: GracefulStop) -> int:
     """The worker's exit code, after a line on stderr for each way a run may end that is not a success."""
     if stop.requested:
+        assert stop.signum is not None
         print(f"s3wq: stopped by {signal.Signals(stop.signum).name}; the group in hand was handed back", file=sys.stderr)
         return stop.exit_code
     if report.stopped_reason == StopReason.PROCESSOR_FAILING:

@@ -6,10 +6,10 @@ import argparse
 
 from s3wq.index import WorkIndex
 from s3wq.inputs import ANYTHING, InputPolicy
-from s3wq.store import S3Backend, open_backend
+from s3wq.store import LocalBackend, S3Backend, open_backend
 
 
-def open_workspace(uri: str):
+def open_workspace(uri: str) -> LocalBackend | S3Backend:
     backend = open_backend(uri)
     backend.check()
     return backend

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from typing import Any
+from typing import Any, Self
 
 from s3wq.errors import BadInput
 
@@ -85,7 +85,7 @@ class LocalServer:
                     f"port {self.port} is already in use; choose another with --port, or leave --port out for a free one"
                 ) from None
 
-    def start(self, timeout: float = 60.0) -> LocalServer:
+    def start(self, timeout: float = 60.0) -> Self:
         self._check_port_free()
         log = self.output()
         try:

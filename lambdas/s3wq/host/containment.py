@@ -245,7 +245,7 @@ class KeptAppearing(S3wqError):
 def outside(members: dict[int, Member], keep: set[tuple[int, int]]) -> list[Member]:
     """The members neither in ``keep`` nor below one of them (what a kept process starts is its own)."""
 
-    def kept(member: Member) -> bool:
+    def kept(member: Member | None) -> bool:
         while member is not None:
             if member.key in keep:
                 return True

@@ -17,7 +17,7 @@ class Returned:
     """The processor returned; ``input_errors``: how many inputs it reported it could not use, and the first of them."""
 
     input_errors: int = 0
-    inputs: tuple = ()
+    inputs: tuple[dict[str, str], ...] = ()
     # What the run left running behind it, that had to be killed ("" if nothing): the run is then not done.
     leftovers: str = ""
 

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 from multiprocessing.connection import Connection
+from typing import cast
 
 from s3wq.errors import S3wqError
 from s3wq.host.killtimer import KillTimer
@@ -75,7 +76,7 @@ def _listen(conn: Connection, state: _RunnerState) -> None:
                 if isinstance(message, Run):
                     state.held_until = message.held_until
                     state.running = True
-                state.runs.append(message)
+                state.runs.append(cast("Run | Exit", message))  # what the warden sends a runner
                 state.arrived.notify()
             state.arm()
 

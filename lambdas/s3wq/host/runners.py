@@ -32,7 +32,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Protocol
+from types import FrameType
+from typing import Protocol, cast
 
 from s3wq.host.containment import describe_leftovers
 from s3wq.host.killtimer import KillTimer, process_kill_timer
@@ -157,7 +158,7 @@ class _Running:
     @classmethod
     def now(cls) -> _Running:
         threads = threading.enumerate()
-        frames = sys._current_frames()
+        frames = cast("dict[int | None, FrameType]", sys._current_frames())
         idle = frozenset(t for t in threads if idle_pool_worker(t, frames.get(t.ident)))
         return cls(frozenset(threads), idle, frozenset(running_children(os.getpid())))
 
@@ -177,7 +178,7 @@ def _left_running(before: _Running) -> tuple[list[threading.Thread], dict[int, s
         # Started by native code: it can be neither joined nor told alive.
         and not isinstance(t, threading._DummyThread)
     ]
-    frames = sys._current_frames()
+    frames = cast("dict[int | None, FrameType]", sys._current_frames())
     threads = [t for t in threads if not idle_pool_worker(t, frames.get(t.ident))]
     return threads, {pid: name for pid, name in running_children(os.getpid()).items() if pid not in before.children}
 
@@ -261,6 +262,7 @@ class InProcessRunner:
         def keep() -> None:
             nonlocal armed_for
             while not finished.wait(max(0.0, min(keeper.next_wakeup() - clock.now(), keeper.wait_slice))):
+                verdict: RunStop | str | None
                 try:
                     verdict = keeper.tick()
                 except BaseException:

@@ -235,12 +235,14 @@ class ProcessorHost:
 
     def _receive(self) -> object:
         """The warden's next message; None once it is gone."""
+        assert self._conn is not None
         try:
             return receive(self._conn)
         except (EOFError, OSError):
             return None
 
     def _send(self, message: Run | Lease | Exit) -> None:
+        assert self._conn is not None
         try:
             send(self._conn, message)
         except (BrokenPipeError, OSError):
@@ -263,6 +265,7 @@ class ProcessorHost:
         The warden has ended what the run left running before it replies.
         When that was threads, the host ends too: this returns once it has.
         """
+        assert self._conn is not None and self._process is not None
         ready = wait([self._conn, *wake_fds], timeout=max(0.0, timeout))
         if self._conn not in ready:
             if self._process.poll() is not None:  # gone without a word
@@ -333,6 +336,7 @@ class ProcessorHost:
                     _signal_quietly(reaper.pid, signal.SIGKILL, group=True)
                     reaper.wait()
                     gone = False
+            assert self._report_fd is not None
             self.last_report = ReaperReport.read(self._report_fd)
             os.close(self._report_fd)
             self._report_fd = None
@@ -358,6 +362,7 @@ class ProcessorHost:
         """Let an idle host exit by itself; kill it if it does not."""
         if self.running:
             self._send(Exit())
+            assert self._process is not None
             try:
                 self._process.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -22,13 +22,14 @@ import threading
 import time
 from concurrent.futures import thread as _futures_thread
 from types import FrameType
+from typing import cast
 
 # A thread that is just returning, or a pool worker just handed an item, settles within this.
 _THREAD_SETTLE_SECONDS = 0.05
 _POOL_WORKER_CODE = _futures_thread._worker.__code__
 _ORIGINAL_JOB_RUN = _futures_thread._WorkItem.run
 # The job each pool thread runs, by thread id, once track_pool_jobs() is on (the processor host's runner).
-_RUNNING_JOBS: dict[int, object] = {}
+_RUNNING_JOBS: dict[int | None, object] = {}
 
 
 @functools.wraps(_ORIGINAL_JOB_RUN)
@@ -42,7 +43,7 @@ def _tracked_job_run(self, *args, **kwargs):
 
 
 # The frames a pool thread is innermost in while a job of C code runs (time.sleep, sum): the job's run.
-_POOL_JOB_CODES = (_ORIGINAL_JOB_RUN.__code__, _tracked_job_run.__code__)
+_POOL_JOB_CODES = (_ORIGINAL_JOB_RUN.__code__, _tracked_job_run.__code__)  # type: ignore[attr-defined]  # functools.wraps's type hides __code__
 
 
 def track_pool_jobs() -> None:
@@ -53,7 +54,7 @@ def track_pool_jobs() -> None:
     the module is known to be at its own job (one the module gave it at
     import) or at one a run gave it.
     """
-    _futures_thread._WorkItem.run = _tracked_job_run
+    _futures_thread._WorkItem.run = _tracked_job_run  # type: ignore[method-assign]  # the one patch, on purpose
 
 
 def _is_pool_thread(thread: threading.Thread) -> bool:
@@ -123,7 +124,7 @@ class ModuleThreads:
 
 def _threads_of_runs(own: ModuleThreads) -> tuple[list[threading.Thread], bool]:
     """Threads at work that are not at the module's own (nor s3wq's), and whether an idle pool worker was passed over."""
-    frames = sys._current_frames()
+    frames = cast("dict[int | None, FrameType]", sys._current_frames())
     busy, pooled = [], False
     for thread in threading.enumerate():
         frame = frames.get(thread.ident)

@@ -25,6 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection, wait
+from typing import NoReturn
 
 from s3wq.host.containment import KeptAppearing, ProcessTree, describe_leftovers, not_kept, signal_on_parent_death
 from s3wq.host.killtimer import KillTimer
@@ -264,22 +265,25 @@ class _Warden:
 
     def _tell_runner_to_reap(self, killed: list[Member]) -> None:
         if orphans := [m.pid for m in killed if m.parent == self.runner_pid]:
+            assert self.runner is not None
             try:
                 send(self.runner, Reap(tuple(orphans)))
             except OSError:
                 pass  # the runner died: reaped by the watch
 
     def tell_worker(self, message: HostReady | LoadFailed | RunCleanedUp) -> None:
+        assert self.worker is not None
         try:
             send(self.worker, message)
         except OSError:
             self.end_host()  # the worker is gone: so is its claim
 
-    def _runner_died(self) -> None:
+    def _runner_died(self) -> NoReturn:
         """The runner is gone (it crashed, or a processor killed its own process group): end the host, then say what its run left."""
         over = self.deadline is not None and clock.now() >= self.deadline - SELF_STOP_GRACE_SECONDS
         self._ending = True
         left = describe_leftovers([m.name for m in self._runs_own(self._end_members(dict.values, zombies_too=True))], [])
+        assert self.worker is not None
         try:
             send(self.worker, RunnerDied(self.runner_code, over, left))
         except OSError:
@@ -287,6 +291,7 @@ class _Warden:
         os._exit(EXIT_ALL_ENDED)
 
     def _from_worker(self, runner: Connection) -> None:
+        assert self.worker is not None
         try:
             message = receive(self.worker)
         except (EOFError, OSError):

@@ -127,7 +127,7 @@ class ProcessorEnd(NamedTuple):
     """How the processor's call ended: it returned (``error`` is None), or it raised."""
 
     input_error_count: int = 0  # returned: how many inputs it reported it could not use
-    input_errors: tuple[str, ...] = ()  # and the first of them
+    input_errors: tuple[dict[str, str], ...] = ()  # and the first of them
     error: str | None = None  # raised: the exception, in one line
     traceback: str = ""
     frame: ErrorFrame | None = None  # the deepest line of the processor's own code
@@ -189,7 +189,7 @@ def send(conn: Connection, message: Message) -> None:
     a record, and a run's four records (two hops each way) would add a
     tenth to what the host costs a run that does nothing.
     """
-    fields = tuple(message)
+    fields: tuple[object, ...] = tuple(message)
     if isinstance(message, _CARRYING_AN_END):
         fields = (tuple(message.end), *fields[1:])
     conn.send((type(message).__name__, *fields))

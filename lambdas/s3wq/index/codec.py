@@ -57,14 +57,14 @@ def decompressed(pieces: Iterable[bytes], source: str) -> Iterator[bytes]:
     olmocr's level, and never more than zstd's 128 MiB limit). A frame cut
     short is only found at the end, so rows before it have been handed out.
     """
-    frame = None
+    frame: zstandard.ZstdDecompressionObj | None = None
     empty = True
     try:
         for piece in pieces:
             view = memoryview(piece)
             for at in range(0, len(view), _FEED_BYTES):
                 empty = False
-                data = view[at : at + _FEED_BYTES]
+                data: memoryview | bytes = view[at : at + _FEED_BYTES]
                 while data:
                     if frame is None or frame.eof:
                         frame = zstandard.ZstdDecompressor().decompressobj()

@@ -108,7 +108,7 @@ class _StrictZstdReader(io.RawIOBase):
 
     def __init__(self, raw: Any):
         self._raw = raw
-        self._decompressor = None
+        self._decompressor: zstandard.ZstdDecompressionObj | None = None
         self._input = memoryview(b"")
         # Text decompressed and not yet read, from _offset on: an offset, not a
         # slice, so each read copies only what it hands out.
@@ -129,6 +129,7 @@ class _StrictZstdReader(io.RawIOBase):
                         raise EOFError("the zstd stream ends inside a frame (truncated file)")
                     return 0
                 self._input = memoryview(chunk)
+            data: memoryview | bytes
             data, self._input = self._input[: self._FEED], self._input[self._FEED :]
             while data:
                 if self._decompressor is None or self._decompressor.eof:

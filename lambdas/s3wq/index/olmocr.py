@@ -142,7 +142,7 @@ class OlmocrIndex:
     def stream(self, etag: str) -> StoredIndexStream:
         return StoredIndexStream(self.backend, layout.LEGACY_INDEX_KEY, etag)
 
-    def parts(self) -> int:
+    def parts(self) -> int:  # type: ignore[return]  # reads_of_one_version raises when its tries run out
         """How many parts a walk takes (0 if there is no index); the walk then reads the version measured.
 
         One ranged GET of the frame header. An index whose header records no
@@ -161,7 +161,7 @@ class OlmocrIndex:
                     size = self.stream(head.etag).text_size()
                 return max(1, math.ceil(size / LEGACY_PART_CHARS))
 
-    def load_part(self, part: int, parts: int) -> list[Group]:
+    def load_part(self, part: int, parts: int) -> list[Group]:  # type: ignore[return]  # reads_of_one_version raises when its tries run out
         """The groups whose rows start in part ``part`` of ``parts`` (see SegmentRef).
 
         A part costs no more memory than its own groups and the stream's
@@ -215,7 +215,7 @@ class OlmocrIndex:
                     return
                 yield from self.stream(head.etag).groups()
 
-    def counts(self) -> tuple[int, int]:
+    def counts(self) -> tuple[int, int]:  # type: ignore[return]  # reads_of_one_version raises when its tries run out
         """Groups and paths ((0, 0) if there is no index), streamed: one version counted, whole."""
         for attempt in reads_of_one_version("it was read"):
             with attempt:

@@ -223,8 +223,8 @@ class SourceExpander:
             if base is not None and "://" not in source and not os.path.isabs(source):
                 source = os.path.join(base, source)
             if _has_glob(source) and source in globs:
-                if globs[source] is not None:
-                    result.add_bad_line(BadManifestLine(manifest, line.number, globs[source]))
+                if (glob_error := globs[source]) is not None:
+                    result.add_bad_line(BadManifestLine(manifest, line.number, glob_error))
                 continue
             try:
                 paths = self._expand_one(source)

@@ -145,7 +145,7 @@ def inspect_group(backend: Backend, hash_: str) -> dict:
     else:
         state = "pending"
     lock_view = None if lock is None else _lock_view(lock)
-    if state == "locked" and lock.body is not None and lock.body.behind is not None:
+    if state == "locked" and lock is not None and lock.body is not None and lock.body.behind is not None:
         # Claimed ahead by a worker that still holds the group in front (running it, or
         # waiting out its retry backoff): this group has not started. Once the group in
         # front has its flag this one runs, though the lock in front may still be held
@@ -153,7 +153,8 @@ def inspect_group(backend: Backend, hash_: str) -> dict:
         front_hash = lock.body.behind
         front = read_lock(backend, front_hash)
         if (
-            front is not None
+            lock_view is not None
+            and front is not None
             and front.live
             and front.body is not None
             and front.body.owner == lock.body.behind_owner

@@ -169,12 +169,12 @@ def _held_by(locks: dict[str, LockReading], *, worker_id: str | None, owner: str
     """The held locks of a worker id, or of the one claim ``owner`` and the claim its worker made ahead of it."""
     held = {h: lock for h, lock in locks.items() if lock.body is not None and lock.body.state == LockState.HELD}
     if owner is None:
-        return {h: lock for h, lock in held.items() if lock.body.worker_id == worker_id}
-    named = {h: lock for h, lock in held.items() if lock.body.owner == owner}
+        return {h: lock for h, lock in held.items() if lock.body is not None and lock.body.worker_id == worker_id}
+    named = {h: lock for h, lock in held.items() if lock.body is not None and lock.body.owner == owner}
     # A claim ahead names the claim its worker was running: while that one is
     # held, both are this one instance's (once it is not, a claim ahead naming
     # it may be running in a live worker that went on).
-    ahead = {h: lock for h, lock in held.items() if named and lock.body.behind_owner == owner}
+    ahead = {h: lock for h, lock in held.items() if named and lock.body is not None and lock.body.behind_owner == owner}
     return {**named, **ahead}
 
 
@@ -199,8 +199,8 @@ def release_locks(backend: Backend, *, worker_id: str | None = None, owner: str 
     live = {h: lock for h, lock in matched.items() if lock.live}
     if live and owner is None and not force:
         # One token an instance: the claim it runs, not the one it made ahead behind it.
-        live_owners = {lock.body.owner for lock in live.values()}
-        owners = sorted(lock.body.owner for lock in live.values() if lock.body.behind_owner not in live_owners)
+        live_owners = {lock.body.owner for lock in live.values() if lock.body is not None}
+        owners = sorted(lock.body.owner for lock in live.values() if lock.body is not None and lock.body.behind_owner not in live_owners)
         named = ", ".join(f"--owner {o}" for o in owners[:_OWNERS_NAMED]) + (", ..." if len(owners) > _OWNERS_NAMED else "")
         raise BadInput(
             f"{plural(len(live), 'lock')} held by worker id {worker_id} {'has' if len(live) == 1 else 'have'} a live lease "
@@ -209,6 +209,7 @@ def release_locks(backend: Backend, *, worker_id: str | None = None, owner: str 
         )
     released = []
     for hash_, lock in matched.items():
+        assert lock.body is not None
         handed_back = lock.body.rewritten(
             state=LockState.RELEASED, outcome=Outcome.OPERATOR, counted=False, error=f"released by an operator at {now_iso()}"
         )

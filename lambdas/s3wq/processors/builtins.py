@@ -90,7 +90,12 @@ def text(group: Group, ctx: ProcessorContext) -> None:
             records.append({**record, "metadata": {}, "error": str(exc)})
             continue
         content_type = content_type_of(path, data)
-        metadata = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": content_type, "pages": None}
+        metadata: dict[str, Any] = {
+            "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "content_type": content_type,
+            "pages": None,
+        }
         try:
             if content_type == "application/pdf":
                 record["text"], metadata["pages"], blank = _pdf_text(data)

@@ -86,7 +86,7 @@ class ProcessorContext:
     input_policy: InputPolicy = ANYTHING
     # Inputs the processor could not use, as it reported them; the first
     # MAX_INPUT_ERRORS_KEPT are kept, all are counted.
-    input_errors: list[dict] = field(default_factory=list)
+    input_errors: list[dict[str, str]] = field(default_factory=list)
     input_error_count: int = 0
 
     def __post_init__(self) -> None:

@@ -73,7 +73,7 @@ def shipped_files(folder: Path, *, s3wq_requirements: Iterable[str] = ()) -> lis
 
 def _walk(folder: Path) -> list[Path]:
     """The files that ship, caches and environments left out (and not walked); raise on a link to a folder or to what does not ship."""
-    shipped = []
+    shipped: list[Path] = []
     for root, dirs, names in os.walk(folder):
         here = Path(root)
         dirs[:] = sorted(d for d in dirs if not _skipped(Path(d)))
@@ -125,7 +125,7 @@ def _refuse_outside_hard_links(folder: Path, shipped: list[Path]) -> None:
 
 def _top_level_entries(shipped: list[Path]) -> dict[str, str]:
     """``{import name: entry}`` of what the folder puts at the top of the import path: ``x.py``, ``x/`` and extension modules."""
-    entries = {}
+    entries: dict[str, str] = {}
     for relative in shipped:
         if name := import_name(relative.as_posix()):
             entries.setdefault(name, f"{name}/" if len(relative.parts) > 1 else relative.name)

@@ -14,7 +14,7 @@ import math
 import uuid
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS, MAX_LEASE_SECONDS
 from s3wq.model import LockState, Outcome
@@ -64,7 +64,11 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _string(doc: dict, name: str, *, optional: bool = False) -> str | None:
+@overload
+def _string(doc: dict[str, object], name: str, *, optional: Literal[False] = False) -> str: ...
+@overload
+def _string(doc: dict[str, object], name: str, *, optional: bool) -> str | None: ...
+def _string(doc: dict[str, object], name: str, *, optional: bool = False) -> str | None:
     value = doc.get(name)
     if value is None and optional:
         return None
@@ -73,7 +77,11 @@ def _string(doc: dict, name: str, *, optional: bool = False) -> str | None:
     return value
 
 
-def _number(doc: dict, name: str, low: float, high: float, *, optional: bool = False) -> float | None:
+@overload
+def _number(doc: dict[str, object], name: str, low: float, high: float, *, optional: Literal[False] = False) -> float: ...
+@overload
+def _number(doc: dict[str, object], name: str, low: float, high: float, *, optional: bool) -> float | None: ...
+def _number(doc: dict[str, object], name: str, low: float, high: float, *, optional: bool = False) -> float | None:
     value = doc.get(name)
     if value is None and optional:
         return None
@@ -83,14 +91,14 @@ def _number(doc: dict, name: str, low: float, high: float, *, optional: bool = F
     return float(value)
 
 
-def _hash(doc: dict, name: str) -> str | None:
+def _hash(doc: dict[str, object], name: str) -> str | None:
     value = _string(doc, name, optional=True)
     if value is not None and not layout.is_hash(value):
         raise Unparseable(f"{name} must be a group hash")
     return value
 
 
-def _whole(doc: dict, name: str, low: int, high: int) -> int:
+def _whole(doc: dict[str, object], name: str, low: int, high: int) -> int:
     value = _number(doc, name, low, high)
     if not value.is_integer():
         raise Unparseable(f"{name} must be a whole number")
@@ -186,7 +194,7 @@ class LockBody:
             return None
 
 
-def _from_first_format(doc: dict) -> dict:
+def _from_first_format(doc: dict[str, object]) -> dict[str, object]:
     """A lock written before leases (booleans, no lease) in today's shape.
 
     Its holder's lock timeout is unknown, so it is honoured as long as a
@@ -205,7 +213,7 @@ def _from_first_format(doc: dict) -> dict:
     }
 
 
-def load_object(data: bytes) -> dict | None:
+def load_object(data: bytes) -> dict[str, object] | None:
     """A flag body as a dict, or None if it is empty (olmocr's flags) or not a JSON object."""
     try:
         doc = strict_json(data) if data.strip() else None
@@ -214,7 +222,7 @@ def load_object(data: bytes) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
-def error_frame(doc: dict) -> dict | None:
+def error_frame(doc: dict[str, object]) -> dict[str, object] | None:
     """A failed flag's ``error_frame`` ({file, line, function, code}), read strictly; None if absent or not what s3wq writes.
 
     Flags written before s3wq recorded the frame have none; their traceback is shown as it was.

@@ -166,6 +166,7 @@ class ClaimProtocol:
             return self._claim_existing(hash_, created, budget=budget, full_budget=full_budget, behind=behind)
         # Read back, the lock is ours: our create was applied and its response lost; the SDK's retry lost to it.
         mine = body if created.found is None else LockBody.decode(created.found.body)
+        assert mine is not None  # is_ours judged it ours by the owner its body names
         return Claim(hash_, created.etag, mine, sent_at, created=True)
 
     def _claim_existing(
@@ -265,7 +266,7 @@ class ClaimProtocol:
     def is_failed(self, hash_: str) -> bool:
         return self.backend.exists(layout.failed_key(hash_))
 
-    def record_input_errors(self, claim: Claim, count: int, inputs: tuple = ()) -> None:
+    def record_input_errors(self, claim: Claim, count: int, inputs: tuple[dict[str, str], ...] = ()) -> None:
         """List the inputs the run could not use under ``input_errors/``, before its done flag; or clear an earlier run's list.
 
         Written by the holder while its lease holds, so the list is this

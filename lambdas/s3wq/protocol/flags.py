@@ -19,7 +19,7 @@ from s3wq.protocol.tracebacks import ErrorFrame
 from s3wq.store import Backend, StoredObject, layout
 
 
-def _owner(found: StoredObject) -> str | None:
+def _owner(found: StoredObject) -> object:
     doc = load_object(found.body)
     return None if doc is None else doc.get("owner")
 
@@ -48,7 +48,7 @@ def write_done(backend: Backend, hash_: str, *, owner: str, worker_id: str, atte
     return isinstance(created, writes.Landed)
 
 
-def write_input_errors(backend: Backend, hash_: str, *, owner: str, attempt: int, inputs: tuple, count: int) -> None:
+def write_input_errors(backend: Backend, hash_: str, *, owner: str, attempt: int, inputs: tuple[dict[str, str], ...], count: int) -> None:
     """List the ``count`` inputs a run could not use (``inputs``: those named) under ``input_errors/``."""
     doc = {"hash": hash_, "owner": owner, "attempt": attempt, "input_errors": count, "inputs": list(inputs)}
     backend.write(layout.input_errors_key(hash_), json.dumps(doc, ensure_ascii=False).encode("utf-8"))

@@ -85,7 +85,7 @@ class LeaseKeeper:
         self.state = LeaseState(valid_until=0.0)
         self.renewals = 0
         self.renewal_errors = 0
-        self._renewal: Future | None = None
+        self._renewal: Future[Claim | None] | None = None
         self._executor = executor
         self._own_pool: ThreadPoolExecutor | None = None
         self._written(claim)
@@ -128,6 +128,7 @@ class LeaseKeeper:
     def _collect(self) -> RunStop | None:
         """Take in a finished renewal; LOST if it found the lock taken."""
         renewal, self._renewal = self._renewal, None
+        assert renewal is not None
         try:
             renewed = renewal.result()
         except StorageError as exc:

@@ -46,7 +46,7 @@ class LockReading:
     @property
     def finished(self) -> bool:
         """Released by a holder whose group is finished (done or failed), where the store cannot delete on a condition (see ClaimProtocol.release)."""
-        return self.released and self.body.outcome == Outcome.FINISHED
+        return self.released and self.body is not None and self.body.outcome == Outcome.FINISHED
 
     @property
     def held(self) -> bool:

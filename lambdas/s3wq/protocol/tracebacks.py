@@ -42,7 +42,7 @@ class ErrorFrame:
     function: str
     code: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     def __str__(self) -> str:

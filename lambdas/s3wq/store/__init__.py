@@ -164,7 +164,7 @@ def request_counts(client: Any) -> dict[str, int]:
     return dict(sorted(getattr(client.meta, "s3wq_request_counts", {}).items()))
 
 
-def open_backend(uri: str, *, s3_client: Any = None) -> Backend:
+def open_backend(uri: str, *, s3_client: Any = None) -> LocalBackend | S3Backend:
     """Return the backend for a workspace URI; raise BadWorkspace for an unknown scheme."""
     if not uri:
         raise BadWorkspace("workspace is empty")

@@ -66,7 +66,7 @@ class ClaimAhead:
         self,
         pool: ThreadPoolExecutor,
         *,
-        finish: Callable[[], None] | None,
+        finish: Callable[[], object] | None,
         prefetch: Callable[[], tuple[Group, Claim] | None],
         claim_after: float = 0.0,
         keep: Callable[[tuple[Group, Claim], threading.Event], tuple[Group, Claim] | None] | None = None,
@@ -137,4 +137,4 @@ class ClaimAhead:
         if errors and not quiet:
             raise errors[0]
         claimed = outcomes[0]
-        return None if isinstance(claimed, BaseException) else claimed  # type: ignore[return-value]
+        return None if isinstance(claimed, BaseException) else claimed

@@ -151,9 +151,11 @@ class Finisher:
         # What the lock records, if anything is written: RunStop.recorded_as is the one mapping of a stop to an outcome.
         outcome = end.reason.recorded_as
         if end.reason == RunStop.INTERRUPTED:
+            assert outcome is not None
             self.hand_back(claim, outcome, counted=False, error="stopped by a signal")
             return GroupEnd.of(GroupOutcome.INTERRUPTED, claim)
         if end.reason == RunStop.TIMEOUT:
+            assert outcome is not None
             return self._timed_out(group, claim, ran, outcome, run_budget=run_budget, group_limited=group_limited)
         # The lock was taken from us, or the store could not be reached for a
         # whole lease: the processor is stopped, and whatever we wrote now
@@ -167,6 +169,7 @@ class Finisher:
         if end.reason == RunStop.EXPIRED:
             # A store still out of reach raises StorageError here, and the
             # worker stops; its lock then goes stale by itself.
+            assert outcome is not None
             self.protocol.hand_back(claim, outcome, counted=False, error="the lease could not be renewed")
         return GroupEnd.of(GroupOutcome.LOST, claim)
 

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 
 from s3wq.config import MIN_RUN_SECONDS, WorkerSettings
 from s3wq.errors import NoIndex
@@ -75,7 +76,7 @@ class Worker:
             raise TypeError("give a processor or a runner, not both")
         self.backend = backend
         self.settings = settings
-        self.runner: Runner = runner or InProcessRunner(processor, backend)
+        self.runner: Runner = runner or InProcessRunner(cast(Processor, processor), backend)
         self.worker_id = worker_id or f"w-{uuid.uuid4().hex[:8]}"
         self.position = start_position(self.worker_id) if position is None else position % 1.0
         self.rng = random.Random(self.worker_id)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from s3wq.config import WorkerSettings
+from s3wq.host.run_ends import Returned
 from s3wq.host.runners import RunEnd, Runner, Stopped
 from s3wq.host.stopping import GracefulStop
 from s3wq.model import Group, GroupOutcome, Outcome, RunStop
@@ -109,6 +110,7 @@ class GroupRunner:
             self.budget.ran(ran)
             failure = failure_of(end)
             if failure is None:
+                assert isinstance(end, Returned)
                 self.breaker.disarm()
                 self.timing.run_seconds.append(ran)
                 return self.finisher.complete(group, claim, keeper.state, defer=ahead is not None, end=end)
@@ -149,6 +151,7 @@ class GroupRunner:
             ahead.start()
         # Awake time (time.monotonic stops while the machine sleeps): a laptop that slept through a run did not need longer.
         run_started = time.monotonic()
+        assert keeper.stop_at is not None
         try:
             end = self.runner.run(group, keeper, deadline_epoch=clock.epoch_at(keeper.stop_at))
         except BaseException:

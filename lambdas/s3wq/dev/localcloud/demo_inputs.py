@@ -21,7 +21,7 @@ from typing import Any
 from s3wq.dev.localcloud.asset import LAMBDAS_DIR
 from s3wq.dev.localcloud.runner import TaskAsset
 from s3wq.dev.samples import make_pdf, sample_text
-from s3wq.store import S3Backend
+from s3wq.store import Backend
 
 # Processors the samples include scans for: the ones that read them.
 OCR_PROCESSORS = ("ocr",)
@@ -70,7 +70,7 @@ def upload_samples(s3: Any, bucket: str, count: int, *, draw_scans_with: TaskAss
     """
     keys = [_key(number, draw_scans_with is not None) for number in range(count)]
     scans = {number: key for number, key in enumerate(keys) if key.startswith("inputs/scanned ")}
-    bodies = _draw_scans(draw_scans_with, scans) if scans else {}
+    bodies = _draw_scans(draw_scans_with, scans) if scans and draw_scans_with is not None else {}
     for number, key in enumerate(keys):
         if number in bodies:
             body = bodies[number]
@@ -106,11 +106,11 @@ def manifest_sources(bucket: str, with_scans: bool) -> list[str]:
 class Results:
     """The records of a run's result objects, each with the key of the object that holds it."""
 
-    backend: S3Backend
+    backend: Backend
     records: list[tuple[str, dict]]
 
     @classmethod
-    def read(cls, backend: S3Backend, keys: list[str]) -> Results:
+    def read(cls, backend: Backend, keys: list[str]) -> Results:
         records = [(key, json.loads(line)) for key in keys for line in backend.read(key).body.decode("utf-8").splitlines()]
         return cls(backend, records)
 

@@ -189,6 +189,7 @@ def _run(proc: subprocess.Popen, event: bytes, ready: Any, timeout: float) -> st
     The timeout runs from when the child reports its init done (a byte on
     ``ready``); a child that exits before that (an import error) is not timed.
     """
+    assert proc.stdin is not None
     try:
         proc.stdin.write(event)
         proc.stdin.close()

@@ -71,7 +71,7 @@ def install_hooks(runner: LambdaRunner) -> None:
         fn = get_backend(account_id, region_name).get_function(fn_arn)
         runner.invoke_async(_invocation(fn), json.dumps(event_body).encode("utf-8"))
 
-    LambdaSimpleBackend.invoke = invoke
+    LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign]  # moto patched on purpose
     notifications._invoke_awslambda = s3_notification
 
 
@@ -110,9 +110,9 @@ def answer_as_step_functions_does() -> None:
         if isinstance(error_type, type) and issubclass(error_type, AWSError) and error_type.TYPE is None:
             code = error_type.__dict__.get("code")
             if isinstance(code, str):
-                error_type.TYPE, error_type.STATUS = code, error_type.status_code
+                error_type.TYPE, error_type.STATUS = code, error_type.status_code  # type: ignore[attr-defined]  # set by each subclass
                 if "__init__" not in error_type.__dict__:
-                    error_type.__init__ = with_default_message(error_type)
+                    error_type.__init__ = with_default_message(error_type)  # type: ignore[method-assign]  # moto patched on purpose
 
     start_execution = StepFunctionsParserBackend.start_execution
 
@@ -132,8 +132,8 @@ def answer_as_step_functions_does() -> None:
     def validate_execution_arn(self: Any, execution_arn: str) -> None:
         self._validate_arn(arn=execution_arn, regex=self.accepted_exec_arn_format, invalid_msg=f"Invalid Arn: '{execution_arn}'")
 
-    StepFunctionsParserBackend.start_execution = start_execution_named
-    StepFunctionBackend._validate_execution_arn = validate_execution_arn
+    StepFunctionsParserBackend.start_execution = start_execution_named  # type: ignore[method-assign]  # moto patched on purpose
+    StepFunctionBackend._validate_execution_arn = validate_execution_arn  # type: ignore[method-assign]  # moto patched on purpose
 
 
 # A new AWS account's Lambda concurrency quota, none of it reserved.

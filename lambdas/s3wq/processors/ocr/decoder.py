@@ -158,7 +158,8 @@ class PdfInput:
         images = [(obj, *obj.get_px_size()) for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,))]
         if text.strip() and not (len("".join(text.split())) < STAMP_CHARACTERS and _is_scanned(page, images)):
             return {"number": number, "text": text}, b""
-        used_dpi = render_dpi(*page.get_size(), dpi, max_pixels)
+        width, height = page.get_size()
+        used_dpi = render_dpi(width, height, dpi, max_pixels)
         if not pdfium_c.FPDFPage_CountObjects(page.raw) and not pdfium_c.FPDFPage_GetAnnotCount(page.raw):
             return {"number": number, "dpi": round(used_dpi), "blank": True}, b""  # nothing on it to draw
         for _, width, height in images:

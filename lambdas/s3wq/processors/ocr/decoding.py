@@ -165,6 +165,7 @@ class Decoder:
         # The host's own import path, whatever put it there (a Lambda's task root is added at run time, not by an environment variable).
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        assert self._process.stdout is not None
         if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux: a page's pixels in a few writes, not sixty of the default 64 KB
             fcntl.fcntl(self._process.stdout.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
         # RGB at the pixel cap, and the pixel a rounded-up side adds to each row and column.
@@ -180,6 +181,7 @@ class Decoder:
         """The reply to ``request``; raise OutOfTime past ``until``, ExtractionFailed where the decoder died on ``what``."""
         if self._process is None:
             self.start()
+        assert self._process is not None and self._process.stdin is not None and self._replies is not None
         try:
             self._process.stdin.write(json.dumps(request).encode() + b"\n")
             self._process.stdin.flush()
@@ -232,6 +234,7 @@ class Decoder:
         process, self._process, self._replies = self._process, None, None
         if process is None:
             return 0
+        assert process.stdin is not None and process.stdout is not None
         if kill:
             process.kill()
         try:
