@@ -237,8 +237,9 @@ class QueueStatus(Mapping[str, int]):
     def read(cls, document: Mapping[str, int]) -> QueueStatus:
         """The status a document of it holds (the status Lambda's answer, a line of ``status --watch --json``).
 
-        Counts the document leaves out are none (``finished``: done + failed),
-        so that a display can be shown a document of the counts it shows.
+        ``claimed_ahead``, ``released`` and ``wait_seconds`` may be left out
+        (taken as 0), and ``finished`` (done + failed), so that a display can be
+        shown a document of the counts it shows; any other count is required.
         """
         if isinstance(document, QueueStatus):
             return document
