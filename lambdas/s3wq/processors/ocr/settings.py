@@ -1,4 +1,5 @@
-"""The ``ocr`` processor's knobs: render dpi, pixel cap, page cap and the decoder's memory cap, read from the environment once, each with a default."""
+"""The ``ocr`` processor's knobs, read from the environment once, each with a default: how pages are routed (mode), the
+scripts kept (lang), render dpi, pixel cap, page cap and the decoder's memory cap."""
 
 from __future__ import annotations
 
@@ -6,9 +7,13 @@ import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from s3wq.errors import BadInput
+from s3wq.processors.ocr.scripts import DEFAULT_LANGUAGES, LANGUAGE_SCRIPTS, Script, scripts_named
 
+ENV_MODE = "S3WQ_OCR_MODE"
+ENV_LANG = "S3WQ_OCR_LANG"
 ENV_DPI = "S3WQ_OCR_DPI"
 ENV_MAX_PIXELS = "S3WQ_OCR_MAX_PIXELS"
 ENV_MAX_PAGES = "S3WQ_OCR_MAX_PAGES"
@@ -46,11 +51,21 @@ class BadOcrSetting(BadInput):
     """An S3WQ_OCR_* variable holds a value the ocr processor cannot use."""
 
 
+class OcrMode(StrEnum):
+    """How a page with a text layer is read."""
+
+    AUTO = "auto"  # the layer is judged: taken where it reads as text, OCR'd where it does not, images it leaves out read
+    FORCE = "force"  # every page OCR'd, its text layer ignored
+    TEXT_LAYER = "text-layer"  # a page's text layer taken as it is, whatever it holds; pages with none OCR'd
+
+
 @dataclass(frozen=True)
 class OcrSettings:
     """How the ocr processor reads: ``dpi`` pages are rendered at, at most ``max_pixels`` a page, ``max_pages`` an input,
     decoded in at most ``max_decode_mb`` MB of address space."""
 
+    mode: OcrMode = OcrMode.AUTO
+    scripts: frozenset[Script] = LANGUAGE_SCRIPTS[DEFAULT_LANGUAGES]
     dpi: int = DEFAULT_DPI
     max_pixels: int = DEFAULT_MAX_PIXELS
     max_pages: int = DEFAULT_MAX_PAGES
@@ -60,11 +75,35 @@ class OcrSettings:
     def from_env(cls, environ: Mapping[str, str]) -> OcrSettings:
         """The settings ``environ`` names, the defaults for the rest; raise BadOcrSetting naming the variable."""
         return cls(
+            mode=_mode(environ),
+            scripts=_scripts(environ),
             dpi=_whole_number(environ, ENV_DPI, DEFAULT_DPI),
             max_pixels=_whole_number(environ, ENV_MAX_PIXELS, DEFAULT_MAX_PIXELS),
             max_pages=_whole_number(environ, ENV_MAX_PAGES, DEFAULT_MAX_PAGES),
             max_decode_mb=_whole_number(environ, ENV_MAX_DECODE_MB, DEFAULT_MAX_DECODE_MB),
         )
+
+
+def _mode(environ: Mapping[str, str]) -> OcrMode:
+    raw = environ.get(ENV_MODE, "").strip()
+    if not raw:
+        return OcrMode.AUTO
+    try:
+        return OcrMode(raw.lower())
+    except ValueError:
+        raise BadOcrSetting(f"{ENV_MODE}={raw!r}: expected one of {', '.join(mode.value for mode in OcrMode)}") from None
+
+
+def _scripts(environ: Mapping[str, str]) -> frozenset[Script]:
+    raw = environ.get(ENV_LANG, "").strip()
+    if not raw:
+        return LANGUAGE_SCRIPTS[DEFAULT_LANGUAGES]
+    scripts = scripts_named(raw)
+    if scripts is None:
+        raise BadOcrSetting(
+            f"{ENV_LANG}={raw!r}: expected language codes (en, fr, ru, zh, ...) or scripts ({', '.join(s.value for s in Script)}), comma-separated"
+        )
+    return scripts
 
 
 def _whole_number(environ: Mapping[str, str], name: str, default: int) -> int:
