@@ -65,6 +65,8 @@ class QueueFunctions(Construct):
                 s3wq_config.ENV_MAX_INPUT_BYTES: str(settings.max_input_bytes),
                 # The worker's alone: no other function runs a group. Unset: no group timeout.
                 **({} if settings.group_timeout_seconds is None else {s3wq_config.ENV_GROUP_TIMEOUT: str(settings.group_timeout_seconds)}),
+                # The processor's own settings (ocrMode, ocrLang): its host inherits the worker's environment.
+                **settings.processor_environment,
             },
             description="s3wq worker: claims and processes groups until the queue is empty or time runs out",
             reserved_concurrency=settings.worker_reserved_concurrency,

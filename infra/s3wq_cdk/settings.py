@@ -22,6 +22,7 @@ from typing import Any
 from constructs import Construct
 
 from s3wq import config as s3wq_config
+from s3wq.processors.ocr.settings import ENV_LANG, ENV_MODE, BadOcrSetting, OcrSettings
 from s3wq.processors.profiles import PROCESSOR_PROFILES, ProcessorProfile
 
 from .processor_source import ProcessorSource, ProcessorSourceError
@@ -87,6 +88,9 @@ class DeploySettings:
     # Customer managed KMS keys that encrypt the inputs or the workspace (SSE-KMS).
     kms_key_arns: tuple[str, ...] = field(default_factory=tuple)
     alarm_topic_arn: str | None = None
+    # The ocr processor's routing and scripts (S3WQ_OCR_MODE, S3WQ_OCR_LANG on the worker); None: its defaults.
+    ocr_mode: str | None = None
+    ocr_lang: str | None = None
 
     # "Not set" stays None in the fields, so that dataclasses.replace(settings, processor="ocr")
     # still gets the new processor's sizes; everything that builds reads these two.
@@ -210,7 +214,24 @@ class DeploySettings:
             problems.append(f"maxInputBytes must be from 1 to the worker's memory ({memory_bytes} bytes), got {self.max_input_bytes}")
         return problems
 
+    @property
+    def processor_environment(self) -> dict[str, str]:
+        """The worker's variables for the processor's own settings: the ones set, by their S3WQ_OCR_* names."""
+        named = {ENV_MODE: self.ocr_mode, ENV_LANG: self.ocr_lang}
+        return {name: value for name, value in named.items() if value is not None}
+
     def _processor_problems(self) -> list[str]:
+        problems = []
+        if self.processor_environment:
+            if self.processor != "ocr":
+                problems.append(f"ocrMode and ocrLang are the ocr processor's settings; processor is {self.processor!r}")
+            try:
+                OcrSettings.from_env(self.processor_environment)
+            except BadOcrSetting as exc:
+                problems.append(str(exc).replace(ENV_MODE, "ocrMode").replace(ENV_LANG, "ocrLang"))
+        return problems + self._folder_problems()
+
+    def _folder_problems(self) -> list[str]:
         if self.processor_dir is not None:
             if self.profile is not None:
                 return [f"processor {self.processor!r} is built in: processorDir is for a module:function of your own"]
@@ -289,4 +310,6 @@ CONTEXT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "inputBuckets": ("input_buckets", _input_locations),
     "kmsKeyArns": ("kms_key_arns", _string_list),
     "alarmTopicArn": ("alarm_topic_arn", str),
+    "ocrMode": ("ocr_mode", str),
+    "ocrLang": ("ocr_lang", str),
 }

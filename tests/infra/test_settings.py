@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -33,6 +34,19 @@ from s3wq_cdk.settings import CONTEXT_KEYS, DeploySettings
 def test_bad_context_value_names_the_setting(name, value):
     with pytest.raises(ValueError, match=name):
         DeploySettings.from_context(cdk.App(context={name: value}))
+
+
+@pytest.mark.parametrize(
+    "context, problem",
+    [
+        ({"processor": "ocr", "ocrMode": "fast"}, "ocrMode='fast': expected one of auto, force, text-layer"),
+        ({"processor": "ocr", "ocrLang": "english"}, "ocrLang='english': expected language codes"),
+        ({"ocrMode": "force"}, "ocrMode and ocrLang are the ocr processor's settings; processor is 'text'"),
+    ],
+)
+def test_a_bad_ocr_setting_stops_the_synth_in_the_settings_words(context, problem):
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        DeploySettings.from_context(cdk.App(context=context))
 
 
 def test_cdk_json_context_is_valid():

@@ -106,3 +106,11 @@ def test_what_the_user_sets_wins_over_the_processors_choice(synth):
     stack = synth({**OCR, "workerMemoryMb": 3008, "groupSize": 2})
     assert stack.function("worker")[1]["Properties"]["MemorySize"] == 3008
     assert stack.environment("populate")[config.ENV_GROUP_SIZE] == "2"
+
+
+def test_ocr_mode_and_languages_reach_the_worker_alone(synth):
+    stack = synth({**OCR, "ocrMode": "force", "ocrLang": "en,ru"})
+    worker = stack.environment("worker")
+    assert (worker["S3WQ_OCR_MODE"], worker["S3WQ_OCR_LANG"]) == ("force", "en,ru")
+    assert "S3WQ_OCR_MODE" not in stack.environment("populate")
+    assert "S3WQ_OCR_MODE" not in synth(OCR).environment("worker")  # unset: the processor's own default

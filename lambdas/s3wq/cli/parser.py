@@ -27,6 +27,7 @@ from s3wq.config import (
     RETRY_BACKOFF_SECONDS,
 )
 from s3wq.processors import BUILTIN_NAMES
+from s3wq.processors.ocr.settings import OcrMode
 
 WORKSPACE_HELP = "s3://bucket/prefix, or a local directory"
 FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -206,6 +207,7 @@ def _add_work(sub) -> None:
         help="on an S3 workspace, read local paths the index names (refused by default: anyone who may write the workspace writes its index)",
     )
     _add_input_locations(p, "read")
+    _add_ocr_arguments(p)
     p.add_argument(
         "--max-input-bytes",
         type=positive_int,
@@ -215,6 +217,21 @@ def _add_work(sub) -> None:
         f"told from its size before it is read (default {DEFAULT_MAX_INPUT_BYTES}, {DEFAULT_MAX_INPUT_BYTES // 2**20} MiB)",
     )
     p.set_defaults(func=cmd_work)
+
+
+def _add_ocr_arguments(p: argparse.ArgumentParser) -> None:
+    """The ocr processor's routing and scripts, as S3WQ_OCR_MODE and S3WQ_OCR_LANG set them (the flag wins over the variable)."""
+    p.add_argument(
+        "--ocr-mode",
+        choices=[mode.value for mode in OcrMode],
+        help="with --processor ocr: auto (default) judges a page's text layer and OCRs it where it does not read as text; "
+        "force OCRs every page; text-layer takes any layer as it is (S3WQ_OCR_MODE)",
+    )
+    p.add_argument(
+        "--ocr-lang",
+        metavar="LANGS",
+        help="with --processor ocr: languages or scripts to keep, e.g. en,fr or latin,greek (default en; S3WQ_OCR_LANG)",
+    )
 
 
 def _add_lease_arguments(p: argparse.ArgumentParser) -> None:

@@ -57,6 +57,9 @@ def load_processor(spec: str) -> Processor:
 
 def _load_with_extra(name: str, extra: str) -> Processor:
     """The built-in ``name`` from ``s3wq.processors.<name>``, prepared; ProcessorNotFound in one line when its extra is missing."""
+    # Before numpy and onnxruntime load (they read it once): one page is one core's work, and a
+    # machine's cores are used by more workers (s3wq work -j), which must not oversubscribe them.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         module = importlib.import_module(f"s3wq.processors.{name}.processor")
     except ModuleNotFoundError as exc:

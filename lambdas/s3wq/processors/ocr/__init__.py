@@ -9,13 +9,9 @@ pages one at a time, and ``decoding`` the processor's side of it;
 ``time_shares`` shares a run's time out among a group's inputs;
 ``reading_order`` puts OCR lines in the order they are printed.
 
-This ``__init__`` imports nothing of the extra, so that ``reading_order``,
-``settings`` and ``time_shares`` import anywhere and ``load_processor`` can
-tell a missing extra from a broken module.
+This ``__init__`` imports nothing of the extra and changes nothing, so that
+``layout``, ``settings`` and ``time_shares`` import anywhere (the command
+line and the CDK app read the settings' vocabulary) and ``load_processor``
+can tell a missing extra from a broken module. ``load_processor`` sets
+``OMP_NUM_THREADS=1`` before it imports the processor.
 """
-
-import os
-
-# Before numpy and onnxruntime load (they read it once): one page is one core's work,
-# and a worker that runs several processes side by side must not oversubscribe its cores.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
