@@ -62,16 +62,23 @@ def inputs() -> dict[str, bytes]:
     )
     big_text = b"BT /F1 36 Tf 100 500 Td (Rotated page) Tj ET"
     return {
-        "accents.pdf": one_page_pdf(b"BT /F1 12 Tf " + ACCENTED + b" ET", fonts=b"/Font << /F1 5 0 R >>", extra=[helvetica(b"6 0 R"), WINANSI_FI]),
+        "accents.pdf": one_page_pdf(
+            b"BT /F1 12 Tf " + ACCENTED + b" ET", fonts=b"/Font << /F1 5 0 R >>", extra=[helvetica(b"6 0 R"), WINANSI_FI]
+        ),
         "hidden.pdf": one_page_pdf(
             hidden_layer,
             fonts=b"/Font << /F1 5 0 R >> /XObject << /Im1 6 0 R >>",
             extra=[b"<< /Type /Font /Subtype /Type1 /BaseFont /GlyphLessFont >>", image + b"\nstream\n" + GREY_PIXELS + b"\nendstream"],
         ),
         "table.pdf": one_page_pdf(table, fonts=b"/Font << /F1 5 0 R >>", extra=[helvetica()]),
-        "rotated.pdf": one_page_pdf(big_text, page=b"/MediaBox [0 0 612 792] /Rotate 90", fonts=b"/Font << /F1 5 0 R >>", extra=[helvetica()]),
+        "rotated.pdf": one_page_pdf(
+            big_text, page=b"/MediaBox [0 0 612 792] /Rotate 90", fonts=b"/Font << /F1 5 0 R >>", extra=[helvetica()]
+        ),
         "cropped.pdf": one_page_pdf(
-            big_text, page=b"/MediaBox [0 0 612 792] /CropBox [50 300 550 700] /Rotate 270", fonts=b"/Font << /F1 5 0 R >>", extra=[helvetica()]
+            big_text,
+            page=b"/MediaBox [0 0 612 792] /CropBox [50 300 550 700] /Rotate 270",
+            fonts=b"/Font << /F1 5 0 R >>",
+            extra=[helvetica()],
         ),
         "text.pdf": make_pdf([["Minutes of the board meeting", "Approved by the committee"]]),
         "dense.pdf": make_pdf([DENSE_LINES] * DENSE_PAGES),
@@ -98,11 +105,11 @@ def layer_json(page: LayerPage) -> dict:
     }
 
 
-def read(decoder: Decoder, data: bytes, until: float) -> tuple[LayerPage, dict]:
+def read(decoder: Decoder, data: bytes, until: float) -> dict:
     decoder.open(data, "pdf", until=until)
     page = decoder.page(0, until=until)
     assert isinstance(page, LayerPage)
-    return page, layer_json(page)
+    return layer_json(page)
 
 
 def dense_speed(decoder: Decoder, data: bytes, until: float) -> dict:
@@ -124,7 +131,7 @@ def main(out: Path) -> dict:
             if name == "dense.pdf":
                 result["speed"] = dense_speed(decoder, data, until)
                 continue
-            page, result[name] = read(decoder, data, until)
+            result[name] = read(decoder, data, until)
             whole = decoder.render(0, until=until)
             if isinstance(whole, ScannedPage):  # else blank: the hidden layer's page is one grey
                 result[name]["ink"] = ink_box(whole)
