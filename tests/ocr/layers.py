@@ -33,6 +33,12 @@ ACCENTED = (
 )
 WINANSI_FI = b"<< /Type /Encoding /BaseEncoding /WinAnsiEncoding /Differences [1 /fi] >>"
 GREY_PIXELS = b"\x80" * 4
+# Words set in pieces, one text object each: "Hel" "lo" abutting, "Wor" "ld" 0.1 em apart, then 0.3 em apart (W 11.328,
+# o 6.672, r 3.996 points wide at 12 pt).
+FRAGMENTS = (
+    b"1 0 0 1 72 700 Tm (Hel) Tj 1 0 0 1 90.684 700 Tm (lo) Tj 1 0 0 1 150 700 Tm (Wor) Tj 1 0 0 1 173.2 700 Tm (ld) Tj "
+    b"1 0 0 1 250 700 Tm (Wor) Tj 1 0 0 1 275.6 700 Tm (ld) Tj"
+)
 
 
 def one_page_pdf(content: bytes, *, page: bytes = b"/MediaBox [0 0 612 792]", fonts: bytes = b"", extra: list[bytes] = ()) -> bytes:
@@ -80,6 +86,7 @@ def inputs() -> dict[str, bytes]:
             fonts=b"/Font << /F1 5 0 R >>",
             extra=[helvetica()],
         ),
+        "fragments.pdf": one_page_pdf(b"BT /F1 12 Tf " + FRAGMENTS + b" ET", fonts=b"/Font << /F1 5 0 R >>", extra=[helvetica()]),
         "text.pdf": make_pdf([["Minutes of the board meeting", "Approved by the committee"]]),
         "dense.pdf": make_pdf([DENSE_LINES] * DENSE_PAGES),
     }

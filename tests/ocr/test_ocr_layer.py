@@ -54,6 +54,13 @@ def test_split_accents_are_joined_to_their_letters_and_ligatures_spelt_out(layer
     assert layers["accents.pdf"]["facts"]["visible_chars"] == len("".join(words))
 
 
+def test_a_word_set_in_pieces_is_one_word_unless_a_gap_of_a_fifth_of_an_em_parts_them(layers):
+    words = layers["fragments.pdf"]["words"]
+
+    assert [w[0] for w in words] == ["Hello", "World", "Wor", "ld"]
+    assert words[0][1] == 72 and words[0][3] == pytest.approx(100.02, abs=0.01)  # the box around both pieces
+
+
 def test_a_hidden_ocr_layer_over_a_scan_says_so_in_its_facts(layers):
     page = layers["hidden.pdf"]
 
