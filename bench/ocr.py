@@ -190,7 +190,7 @@ def render(decoder: Decoder, pdf: bytes) -> np.ndarray:
     """The PDF's one page as the processor's decoder renders it (grey), as RGB as before the decoder (the engine's input unchanged)."""
     until = time.monotonic() + _FOREVER_SECONDS
     decoder.open(pdf, "pdf", until=until)
-    page = decoder.page(0, until=until)
+    page = decoder.render(0, until=until)
     return np.asarray(Image.fromarray(page.pixels).convert("RGB"))
 
 

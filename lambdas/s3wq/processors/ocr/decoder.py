@@ -17,12 +17,18 @@ process's own counts against it, as its start-up counts against each group.
 s3wq's package brings botocore (0.5 s a start) and numpy maps 124 MB for
 OpenBLAS; pypdfium2 and Pillow alone start in ~0.15 s of a core, in ~40 MB.
 So it reports facts (sizes, what failed) and the processor words them, with
-its settings' names.
+its settings' names. Its parts (decoder_base.py, decoder_pdf.py,
+decoder_words.py, decoder_drawings.py) are imported from this folder as
+modules of their own, never through s3wq's package.
 
-Wire: a request is a JSON line on stdin (``{"open": path, "kind": "pdf"}``,
-``{"page": index}``); each reply is a JSON line, followed by ``bytes``
-bytes of pixels when it has them, on what was stdout: fd 1 is pointed at
-stderr, so nothing a library prints can break a reply.
+Wire: a request is a JSON line on stdin: ``{"open": path, "kind": "pdf"}``
+(the reply holds ``count``), ``{"page": index}`` (a PDF page's ``layer``:
+its size, words, facts, images and rules, decoder_pdf.py; an image's frame
+as pixels), ``{"render": index, "crop": [left, top, right, bottom] | null}``
+(a PDF page, or a crop of it in points, as pixels; an image's frame, or a
+crop of it). Each reply is a JSON line, followed by ``bytes`` bytes of
+pixels when it has them, on what was stdout: fd 1 is pointed at stderr, so
+nothing a library prints can break a reply.
 """
 
 from __future__ import annotations
@@ -34,33 +40,21 @@ import resource
 import sys
 import time
 import warnings
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-import pypdfium2 as pdfium
-import pypdfium2.raw as pdfium_c
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
-MB = 1 << 20
-POINTS_PER_INCH = 72
-# A scan often carries a few characters of text layer, a Bates number, a page number or a
-# scanner's watermark, over an image of the whole page: a text layer shorter than this (in
-# characters that are not spaces) on such a page is taken for a stamp, and the page is OCR'd.
-# A searchable scan's text layer (the whole page's print) is hundreds of characters.
-STAMP_CHARACTERS = 50
-# An image covering at least this share of the page box makes the page a scan.
-SCAN_COVER = 0.5
-# pdfium's own words for a document it cannot open without a password.
-_PASSWORD_ERROR = "password"
-# A PNG or TIFF frame is decoded whole before it is shrunk to the pixel cap, as pdfium decodes a
-# page's image whole, so a frame (or a page's image) may be at most this many times the cap:
-# 80 Mpx at the default (an A4 page at 600 dpi is 70). What decoding it takes in bytes is
-# checked too, against the memory cap (decode_bytes).
-DECODE_FACTOR = 5
-# A page on which no pixel differs from the lightest by more than this (of 255 grey levels)
-# holds no print: it is not OCR'd. A blank page otherwise costs a full OCR (~1.3 s each, as
-# a 100,000-page PDF of them showed); paper texture or a speck makes a larger spread, and
-# such a page is OCR'd as any other.
-BLANK_SPREAD = 16
+if not __package__:  # the decoder process: its parts from its own folder, after everything else on the path
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+if TYPE_CHECKING or __package__:  # imported by the processor, for the bounds it words
+    from s3wq.processors.ocr.decoder_base import DECODE_FACTOR, MB, POINTS_PER_INCH, Refused, Reply, Unreadable, capped_size, pixels_reply
+    from s3wq.processors.ocr.decoder_pdf import PdfInput
+else:
+    from decoder_base import DECODE_FACTOR, MB, POINTS_PER_INCH, Refused, Reply, Unreadable, capped_size, pixels_reply
+    from decoder_pdf import PdfInput
+
+__all__ = ["DECODE_FACTOR", "MB", "POINTS_PER_INCH", "decode_bytes", "free_memory", "main"]
+
 # Modes that hold no colour: kept 8-bit grey, a third of RGB's memory; RapidOCR takes either.
 _GREY_MODES = {"1", "L", "LA", "I", "I;16", "F"}
 # The modes Image.reduce() shrinks in place of decoding, then converting, at full size.
@@ -69,34 +63,6 @@ _REDUCIBLE_MODES = {"L", "LA", "RGB", "RGBA", "CMYK", "I", "F"}
 _ONE_BYTE_MODES = {"1", "L", "P"}
 _ORIENTATION = ExifTags.Base.Orientation
 _DECODE_ERRORS = (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError)
-
-Reply = tuple[dict[str, Any], bytes]
-
-
-class Unreadable(Exception):
-    """The input, or one of its pages, cannot be read: the message says why."""
-
-
-class Refused(Exception):
-    """A page past a bound, judged from its header before it is decoded: the facts the processor words."""
-
-    def __init__(self, **facts: Any):
-        super().__init__(facts)
-        self.facts = facts
-
-
-def capped_size(width: int, height: int, max_pixels: int) -> tuple[int, int]:
-    """``width`` x ``height`` scaled down, ratio kept, to at most ``max_pixels``; unchanged when it fits."""
-    if width * height <= max_pixels:
-        return width, height
-    factor = math.sqrt(max_pixels / (width * height))
-    return max(1, math.floor(width * factor)), max(1, math.floor(height * factor))
-
-
-def render_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> float:
-    """``dpi``, or less so that a page of ``width_pt`` x ``height_pt`` points renders to at most ``max_pixels``."""
-    pixels = (width_pt * dpi / POINTS_PER_INCH) * (height_pt * dpi / POINTS_PER_INCH)
-    return dpi if pixels <= max_pixels else dpi * math.sqrt(max_pixels / pixels)
 
 
 def free_memory(cap: int) -> int:
@@ -107,86 +73,6 @@ def free_memory(cap: int) -> int:
     except (OSError, StopIteration):
         return cap  # no procfs: the header checks judge against the whole cap
     return cap - size
-
-
-def _pixels_reply(number: int, image: Image.Image, dpi: float | None) -> Reply:
-    """The reply for a decoded page: blank (no print, not worth an OCR), or its 8-bit grey or RGB pixels."""
-    low, high = image.convert("L").getextrema() if image.mode != "L" else image.getextrema()
-    page: dict[str, Any] = {"number": number, "dpi": round(dpi) if dpi else None}
-    if high - low <= BLANK_SPREAD:
-        return {**page, "blank": True}, b""
-    pixels = image.tobytes()
-    return {**page, "width": image.width, "height": image.height, "mode": image.mode, "bytes": len(pixels)}, pixels
-
-
-class PdfInput:
-    """An open PDF; raise Unreadable for one that is encrypted (password-protected) or corrupt."""
-
-    def __init__(self, path: str):
-        try:
-            self._document = pdfium.PdfDocument(path)
-            self.count = len(self._document)
-        except pdfium.PdfiumError as exc:
-            if _PASSWORD_ERROR in str(exc).lower():
-                raise Unreadable("encrypted PDF (password-protected): its pages cannot be read") from exc
-            raise Unreadable(f"not a readable PDF: {exc}") from exc
-
-    def page(self, index: int, dpi: int, max_pixels: int, free: int) -> Reply:
-        """Page ``index``: its text layer if it has one, else blank, else rendered to grey pixels at most ``max_pixels``.
-
-        ``free`` is not needed: the render is ``max_pixels`` bytes at most, and what pdfium takes beside it the cap bounds.
-        """
-        number = index + 1
-        try:
-            page = self._document[index]
-        except pdfium.PdfiumError as exc:
-            raise Unreadable(f"page {number} of the PDF cannot be read: {exc}") from exc
-        try:
-            return self._read(page, number, dpi, max_pixels)
-        except pdfium.PdfiumError as exc:
-            raise Unreadable(f"page {number} of the PDF cannot be read: {exc}") from exc
-        finally:
-            page.close()
-
-    @staticmethod
-    def _read(page: pdfium.PdfPage, number: int, dpi: int, max_pixels: int) -> Reply:
-        textpage = page.get_textpage()
-        try:
-            text = textpage.get_text_bounded().replace("\r\n", "\n").replace("\r", "\n")
-        finally:
-            textpage.close()
-        images = [(obj, *obj.get_px_size()) for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,))]
-        if text.strip() and not (len("".join(text.split())) < STAMP_CHARACTERS and _is_scanned(page, images)):
-            return {"number": number, "text": text}, b""
-        width, height = page.get_size()
-        used_dpi = render_dpi(width, height, dpi, max_pixels)
-        if not pdfium_c.FPDFPage_CountObjects(page.raw) and not pdfium_c.FPDFPage_GetAnnotCount(page.raw):
-            return {"number": number, "dpi": round(used_dpi), "blank": True}, b""  # nothing on it to draw
-        for _, width, height in images:
-            if width * height > DECODE_FACTOR * max_pixels:
-                # pdfium decodes a page's image whole before it scales it to the page: refused as an image file's frame is.
-                raise Refused(number=number, width=width, height=height, limit="pixels", what="an image")
-        bitmap = page.render(scale=used_dpi / POINTS_PER_INCH, grayscale=True)
-        try:
-            image = bitmap.to_pil()  # over the bitmap's own buffer: its reply copies the pixels out before it is freed
-            return _pixels_reply(number, image if image.mode == "L" else image.convert("L"), used_dpi)
-        finally:
-            bitmap.close()
-
-    def close(self) -> None:
-        self._document.close()
-
-
-def _is_scanned(page: pdfium.PdfPage, images: list[tuple[Any, int, int]]) -> bool:
-    """Whether one image on ``page`` covers at least SCAN_COVER of its box, as a scanner's page image does."""
-    left, bottom, right, top = page.get_bbox()
-    area = (right - left) * (top - bottom)
-    for image, _, _ in images:
-        x0, y0, x1, y1 = image.get_bounds()
-        covered = max(0.0, min(x1, right) - max(x0, left)) * max(0.0, min(y1, top) - max(y0, bottom))
-        if area > 0 and covered >= SCAN_COVER * area:
-            return True
-    return False
 
 
 def decode_bytes(image: Image.Image, full_size: tuple[int, int], size: tuple[int, int]) -> int:
@@ -208,7 +94,7 @@ def decode_bytes(image: Image.Image, full_size: tuple[int, int], size: tuple[int
     return total
 
 
-def _frame_page(image: Image.Image, number: int, max_pixels: int, free: int) -> Reply:
+def _frame_page(image: Image.Image, number: int, max_pixels: int, free: int, crop: tuple[list[float], int] | None = None) -> Reply:
     """The current frame of ``image``, decoded, upright, in 8-bit grey or RGB, at most ``max_pixels``; refused from
     its header where decoding it would pass the pixel bound or the memory left."""
     pixels = image.width * image.height
@@ -240,7 +126,18 @@ def _frame_page(image: Image.Image, number: int, max_pixels: int, free: int) -> 
         # A phone's photo is stored as its sensor saw it, with the turn to show it upright in EXIF.
         frame.getexif()[_ORIENTATION] = orientation
         frame = ImageOps.exif_transpose(frame)
-    return _pixels_reply(number, frame, dpi)
+    if crop:
+        return _cropped(frame, number, dpi, crop)
+    return pixels_reply(number, frame, dpi)
+
+
+def _cropped(frame: Image.Image, number: int, dpi: float | None, crop: tuple[list[float], int]) -> Reply:
+    """The crop ([left, top, right, bottom] in points) of a decoded ``frame`` at ``dpi`` (unknown: the dpi ``crop`` assumes)."""
+    sides, assumed_dpi = crop
+    scale = (dpi or assumed_dpi) / POINTS_PER_INCH
+    box = tuple(max(0, min(side, round(value * scale))) for value, side in zip(sides, (*frame.size, *frame.size)))
+    left, top = box[0] / scale, box[1] / scale
+    return pixels_reply(number, frame.crop(box) if box[2] > box[0] and box[3] > box[1] else Image.new("L", (1, 1), 255), dpi, (left, top))
 
 
 def _image_dpi(image: Image.Image) -> float | None:
@@ -267,12 +164,13 @@ class ImageInput:
             except (*_DECODE_ERRORS, Image.DecompressionBombWarning) as exc:
                 raise Unreadable(f"not a readable image: {type(exc).__name__}: {exc}") from exc
 
-    def page(self, index: int, dpi: int, max_pixels: int, free: int) -> Reply:
+    def page(self, index: int, max_pixels: int, free: int, crop: list[float] | None = None, assumed_dpi: int = 72) -> Reply:
+        """Frame ``index``, decoded as _frame_page says; only its ``crop`` (in points at its dpi, else at ``assumed_dpi``)."""
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             try:
                 self._image.seek(index)
-                return _frame_page(self._image, index + 1, max_pixels, free)
+                return _frame_page(self._image, index + 1, max_pixels, free, (crop, assumed_dpi) if crop else None)
             except (*_DECODE_ERRORS, Image.DecompressionBombWarning) as exc:
                 raise Unreadable(f"page {index + 1} of the image cannot be decoded: {type(exc).__name__}: {exc}") from exc
 
@@ -291,7 +189,13 @@ def _answer(request: dict[str, Any], opened: list[PdfInput | ImageInput], settin
         return {"count": source.count}, b""
     if not opened:
         raise Unreadable("no input is open")
-    return opened[0].page(request["page"], dpi, max_pixels, free_memory(cap))
+    source = opened[0]
+    if isinstance(source, ImageInput):
+        index = request["render"] if "render" in request else request["page"]
+        return source.page(index, max_pixels, free_memory(cap), request.get("crop"), dpi)
+    if "render" in request:
+        return source.render(request["render"], request.get("crop"), dpi, max_pixels)
+    return source.layer(request["page"])
 
 
 def serve(requests: BinaryIO, replies: BinaryIO, settings: tuple[int, int, int]) -> None:

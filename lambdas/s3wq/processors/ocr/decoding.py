@@ -37,6 +37,8 @@ import numpy as np
 from s3wq.errors import ProcessorNotFound
 from s3wq.processors.builtins import ExtractionFailed
 from s3wq.processors.ocr import decoder
+from s3wq.processors.ocr.decoder_words import BOLD, HUNDREDTHS
+from s3wq.processors.ocr.layout.model import Box, PageWords, Rule, Source, Word
 from s3wq.processors.ocr.settings import ENV_MAX_DECODE_MB, ENV_MAX_PIXELS, OcrSettings
 
 # The image types read, by the first bytes of their files: a scan's name does not always say what it is.
@@ -56,20 +58,69 @@ MB = decoder.MB
 
 
 @dataclass(frozen=True)
-class TextLayerPage:
-    """A page whose text layer holds text: its number (from 1) and that text."""
+class LayerFacts:
+    """What routing judges a PDF page's text layer by: its characters drawn and hidden (render mode 3 or 7, as an OCR
+    tool's layer is), whether its fonts are an OCR tool's (GlyphLessFont, ...), and whether one image covers half the
+    page (a scan)."""
+
+    visible_chars: int
+    invisible_chars: int
+    ocr_font: bool
+    scanned: bool
+
+    @property
+    def chars(self) -> int:
+        """The text layer's characters (not spaces), drawn or hidden."""
+        return self.visible_chars + self.invisible_chars
+
+
+@dataclass(frozen=True)
+class LayerPage:
+    """A PDF page as its objects give it, before any render: its number (from 1), size in points, text layer's words in
+    pdfium's order (maybe none), facts, images and ruling lines; boxes in points from its top-left, y down."""
 
     number: int
-    text: str
+    width: float
+    height: float
+    words: list[Word]
+    facts: LayerFacts
+    images: list[Box]
+    rules: list[Rule]
+
+    @property
+    def text(self) -> str:
+        """The words as plain text in pdfium's order: a new line where a word starts off the last one's line, or left of it."""
+        lines: list[list[str]] = []
+        last: Box | None = None
+        for word in self.words:
+            box = word.box
+            if last is None or not last.top <= box.middle <= last.bottom or box.left < last.left:
+                lines.append([])
+            lines[-1].append(word.text)
+            last = box
+        return "\n".join(" ".join(line) for line in lines)
+
+    def page_words(self) -> PageWords:
+        """What layout is given of this page."""
+        return PageWords(self.number, self.width, self.height, self.words, Source.TEXT_LAYER, self.rules, self.images)
 
 
 @dataclass(frozen=True)
 class ScannedPage:
-    """One page to OCR: its number (from 1), its pixels (8-bit grey or RGB) and the dpi they are at (None: unknown)."""
+    """One page (or a crop of one) to OCR: its number (from 1), its pixels (8-bit grey or RGB), the dpi they are at
+    (None: unknown), and where they are on the page: ``origin`` (the crop's top-left, in points) and
+    ``pixels_per_point`` (exact; an image of unknown dpi is taken to be at the settings' dpi)."""
 
     number: int
     pixels: np.ndarray
     dpi: int | None
+    origin: tuple[float, float] = (0.0, 0.0)
+    pixels_per_point: float = 1.0
+
+    def box_in_points(self, left: float, top: float, right: float, bottom: float) -> Box:
+        """A box in these pixels as a box in the page's points, as layout's words are."""
+        scale, (x, y) = self.pixels_per_point, self.origin
+        return Box(x + left / scale, y + top / scale, x + right / scale, y + bottom / scale)
 
 
 @dataclass(frozen=True)
@@ -80,7 +131,7 @@ class BlankPage:
     dpi: int | None
 
 
-Page = TextLayerPage | ScannedPage | BlankPage
+Page = LayerPage | ScannedPage | BlankPage
 
 
 class OutOfTime(Exception):
@@ -216,18 +267,36 @@ class Decoder:
         return int(reply["count"])
 
     def page(self, index: int, until: float) -> Page:
-        """Page ``index`` (from 0) of the open input."""
+        """Page ``index`` (from 0) of the open input: a PDF page's layer (no pixels: ``render`` them if need be), or an
+        image file's frame, decoded."""
         reply, pixels = self._ask({"page": index}, until, f"page {index + 1}: decoding it")
+        if "layer" in reply:
+            return _layer_page(int(reply["number"]), reply["layer"])
+        return self._pixels_page(reply, pixels)
+
+    def render(self, index: int, until: float, crop: Box | None = None) -> ScannedPage | BlankPage:
+        """Page ``index`` (from 0) as pixels at the settings' dpi (or less, under the pixel cap), or only its ``crop``
+        (in points): an image region the text layer does not cover, say."""
+        box = None if crop is None else [crop.left, crop.top, crop.right, crop.bottom]
+        reply, pixels = self._ask({"render": index, "crop": box}, until, f"page {index + 1}: decoding it")
+        return self._pixels_page(reply, pixels)
+
+    def _pixels_page(self, reply: dict[str, Any], pixels: bytearray) -> ScannedPage | BlankPage:
         number, dpi = int(reply["number"]), reply.get("dpi")
-        if "text" in reply:
-            return TextLayerPage(number=number, text=reply["text"])
         if reply.get("blank"):
             return BlankPage(number=number, dpi=dpi)
         width, height, bands = int(reply["width"]), int(reply["height"]), 3 if reply["mode"] == "RGB" else 1
         if len(pixels) != width * height * bands:
             raise ExtractionFailed(f"page {number}: the decoder sent {len(pixels)} bytes for {width}x{height} pixels")
         shape = (height, width, 3) if bands == 3 else (height, width)
-        return ScannedPage(number=number, pixels=np.frombuffer(pixels, dtype=np.uint8).reshape(shape), dpi=dpi)
+        left, top = reply.get("origin") or (0.0, 0.0)
+        return ScannedPage(
+            number=number,
+            pixels=np.frombuffer(pixels, dtype=np.uint8).reshape(shape),
+            dpi=dpi,
+            origin=(float(left), float(top)),
+            pixels_per_point=float(reply.get("scale") or self.settings.dpi / decoder.POINTS_PER_INCH),
+        )
 
     def _end(self, *, kill: bool) -> int:
         """End the decoder (killed, or told by its stdin closing) and wait for it: its exit code (-N: killed by signal N)."""
@@ -277,3 +346,25 @@ class Decoder:
             f"{held} {width}x{height} pixels ({width * height}), more than the {most} that may be decoded "
             f"({decoder.DECODE_FACTOR} x {ENV_MAX_PIXELS}={self.settings.max_pixels})"
         )
+
+
+def _box(values: list[int]) -> Box:
+    return Box(values[0] / HUNDREDTHS, values[1] / HUNDREDTHS, values[2] / HUNDREDTHS, values[3] / HUNDREDTHS)
+
+
+def _layer_page(number: int, layer: dict[str, Any]) -> LayerPage:
+    """A layer reply (decoder_pdf.py; its boxes in hundredths of a point) as a LayerPage."""
+    words = [
+        Word(
+            text,
+            Box(left / HUNDREDTHS, top / HUNDREDTHS, right / HUNDREDTHS, bottom / HUNDREDTHS),
+            size / HUNDREDTHS,
+            None,
+            bool(flags & BOLD),
+        )
+        for text, left, top, right, bottom, size, flags in layer["words"]
+    ]
+    facts = LayerFacts(int(layer["visible"]), int(layer["invisible"]), bool(layer["ocr_font"]), bool(layer["scanned"]))
+    images = [_box(box) for box in layer["images"]]
+    rules = [Rule(_box(box)) for box in layer["rules"]]
+    return LayerPage(number, layer["width"] / HUNDREDTHS, layer["height"] / HUNDREDTHS, words, facts, images, rules)

@@ -27,7 +27,7 @@ from s3wq.errors import InputNotFound
 from s3wq.model import Group
 from s3wq.processors.builtins import ExtractionFailed, content_type_of, pages_named, text_of
 from s3wq.processors.context import ProcessorContext
-from s3wq.processors.ocr.decoding import IMAGE_TYPES, BlankPage, Decoder, OutOfTime, Page, TextLayerPage, sniffed_image_type
+from s3wq.processors.ocr.decoding import IMAGE_TYPES, BlankPage, Decoder, LayerPage, OutOfTime, Page, sniffed_image_type
 from s3wq.processors.ocr.engine import PageNotRead, load_engine, read_page
 from s3wq.processors.ocr.settings import ENV_MAX_PAGES, current_settings
 from s3wq.processors.ocr.time_shares import Share, TimeShares, not_opened, not_reached, stopped
@@ -35,6 +35,11 @@ from s3wq.processors.ocr.time_shares import Share, TimeShares, not_opened, not_r
 TEXT_LAYER = "text_layer"
 OCR = "ocr"
 BLANK = "blank"
+# A scan often carries a few characters of text layer, a Bates number, a page number or a
+# scanner's watermark, over an image of the whole page: a text layer shorter than this (in
+# characters that are not spaces) on such a page is taken for a stamp, and the page is OCR'd.
+# A searchable scan's text layer (the whole page's print) is hundreds of characters.
+STAMP_CHARACTERS = 50
 
 
 @dataclass
@@ -50,7 +55,7 @@ class Reading:
 
     def add(self, page: Page, started: float) -> None:
         """Read ``page`` (OCR it if it is scanned) and account for it, timed from ``started``."""
-        if isinstance(page, TextLayerPage):
+        if isinstance(page, LayerPage):
             self.texts.append(page.text)
             entry = {"page": page.number, "method": TEXT_LAYER, "confidence": None, "dpi": None}
         elif isinstance(page, BlankPage):
@@ -99,6 +104,8 @@ def _read_pages(decoder: Decoder, reading: Reading, shares: TimeShares, share: S
         started = time.perf_counter()
         try:
             page = decoder.page(index, until=share.until)
+            if isinstance(page, LayerPage) and not _text_layer_taken(page):
+                page = decoder.render(index, until=share.until)
         except OutOfTime:
             reading.stop = stopped(index, count, share, decoding=index + 1)
             return
@@ -106,6 +113,12 @@ def _read_pages(decoder: Decoder, reading: Reading, shares: TimeShares, share: S
         shares.page_took(time.perf_counter() - started)
     if count > settings.max_pages:
         reading.problems.append(f"{count} pages, more than {ENV_MAX_PAGES}={settings.max_pages}: the first {settings.max_pages} read")
+
+
+def _text_layer_taken(page: LayerPage) -> bool:
+    """Whether ``page``'s text layer is read as its text: it holds some, and is not a stamp over a scan."""
+    chars = page.facts.chars
+    return chars > 0 and not (chars < STAMP_CHARACTERS and page.facts.scanned)
 
 
 def read_document(data: bytes, content_type: str, reading: Reading, decoder: Decoder, shares: TimeShares, share: Share) -> None:
