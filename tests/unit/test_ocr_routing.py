@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from s3wq.processors.ocr.layout.model import Box, Word
-from s3wq.processors.ocr.routing import LAYER_PLAUSIBLE, LayerFacts, Route, first_decision, judged, uncovered_images
+from s3wq.processors.ocr.routing import LAYER_PLAUSIBLE, LayerFacts, Quality, Route, first_decision, judged, uncovered_images
 from s3wq.processors.ocr.settings import OcrMode
 
 BORN_DIGITAL = LayerFacts(visible_chars=2400, invisible_chars=0, ocr_font=False, scanned=False)
@@ -60,9 +60,18 @@ def test_force_ocrs_a_good_layer_and_text_layer_keeps_a_bad_one():
     ids=["ocr-reads-better", "tie-keeps-the-layer", "layer-reads-better"],
 )
 def test_judging_keeps_the_better_reading_and_the_layer_on_a_tie(layer, ocr, route):
-    verdict = judged(layer, ocr, "a hidden OCR layer")
+    verdict = judged(Quality(layer, 2000), Quality(ocr, 2000), "a hidden OCR layer")
     assert verdict.route is route
     assert f"OCR {ocr:.2f}, layer {layer:.2f}" in verdict.reason
+
+
+def test_a_stamp_that_reads_perfectly_loses_to_the_ocr_of_the_whole_page():
+    verdict = judged(Quality(1.0, 12), Quality(0.9, 1500), "text over a page image")
+    assert verdict.route is Route.OCR and "layer 0.01" in verdict.reason
+
+
+def test_a_layer_holding_more_than_the_ocr_found_is_not_marked_down_for_it():
+    assert judged(Quality(0.95, 3000), Quality(0.93, 1000), "a hidden OCR layer").route is Route.TEXT_LAYER
 
 
 def test_an_image_the_layer_leaves_uncovered_is_read_and_a_covered_or_tiny_one_is_not():

@@ -39,6 +39,7 @@ from s3wq.processors.builtins import ExtractionFailed
 from s3wq.processors.ocr import decoder
 from s3wq.processors.ocr.decoder_words import BOLD, HUNDREDTHS
 from s3wq.processors.ocr.layout.model import Box, PageWords, Rule, Source, Word
+from s3wq.processors.ocr.routing import LayerFacts
 from s3wq.processors.ocr.settings import ENV_MAX_DECODE_MB, ENV_MAX_PIXELS, OcrSettings
 
 # The image types read, by the first bytes of their files: a scan's name does not always say what it is.
@@ -55,23 +56,6 @@ _READ_CHUNK = 1 << 20
 # Linux's most for a pipe an unprivileged process may ask for (/proc/sys/fs/pipe-max-size).
 _PIPE_BYTES = 1 << 20
 MB = decoder.MB
-
-
-@dataclass(frozen=True)
-class LayerFacts:
-    """What routing judges a PDF page's text layer by: its characters drawn and hidden (render mode 3 or 7, as an OCR
-    tool's layer is), whether its fonts are an OCR tool's (GlyphLessFont, ...), and whether one image covers half the
-    page (a scan)."""
-
-    visible_chars: int
-    invisible_chars: int
-    ocr_font: bool
-    scanned: bool
-
-    @property
-    def chars(self) -> int:
-        """The text layer's characters (not spaces), drawn or hidden."""
-        return self.visible_chars + self.invisible_chars
 
 
 @dataclass(frozen=True)

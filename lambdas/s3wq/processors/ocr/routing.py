@@ -61,10 +61,14 @@ class LayerFacts:
     scanned: bool
 
     @property
+    def chars(self) -> int:
+        """The text layer's characters (not spaces), drawn or hidden."""
+        return self.visible_chars + self.invisible_chars
+
+    @property
     def earlier_ocr(self) -> bool:
         """The layer is an earlier OCR's: hidden text, an OCR tool's font, or any text over a page-sized image."""
-        chars = self.visible_chars + self.invisible_chars
-        return chars > 0 and (self.ocr_font or self.scanned or self.invisible_chars * 2 >= chars)
+        return self.chars > 0 and (self.ocr_font or self.scanned or self.invisible_chars * 2 >= self.chars)
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,25 @@ def first_decision(mode: OcrMode, words: Sequence[Word], facts: LayerFacts, laye
     return Decision(Route.TEXT_LAYER, f"the text layer reads as text (plausibility {layer_plausibility:.2f})")
 
 
-def judged(layer_plausibility: float, ocr_plausibility: float, reason: str) -> Decision:
-    """Between an earlier OCR's layer and an OCR of the page, the one that reads better; the layer on a tie."""
-    scores = f"OCR {ocr_plausibility:.2f}, layer {layer_plausibility:.2f}"
-    if ocr_plausibility > layer_plausibility + OCR_BETTER_BY:
+@dataclass(frozen=True)
+class Quality:
+    """How well a reading of a page reads: its plausibility (plausibility.py) and its characters, not spaces."""
+
+    plausibility: float
+    chars: int
+
+
+def judged(layer: Quality, ocr: Quality, reason: str) -> Decision:
+    """Between an earlier OCR's layer and an OCR of the page, the one that reads better; the layer on a tie.
+
+    A layer is worth what it reads as, over the share of the page's print it
+    holds: a stamp of 12 characters that reads perfectly is still not the
+    page, and the OCR of the whole page wins over it.
+    """
+    coverage = min(1.0, layer.chars / ocr.chars) if ocr.chars else 1.0
+    layer_score = layer.plausibility * coverage
+    scores = f"OCR {ocr.plausibility:.2f}, layer {layer_score:.2f}"
+    if ocr.plausibility > layer_score + OCR_BETTER_BY:
         return Decision(Route.OCR, f"{reason}: the OCR read better ({scores})")
     return Decision(Route.TEXT_LAYER, f"{reason}: the layer read as well ({scores})")
 
