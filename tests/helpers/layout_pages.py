@@ -34,7 +34,11 @@ def words_of(placed: Placed) -> list[Word]:
     """The words of a placed string, each with its box in the fixed-width font."""
     width = CHAR_EMS * placed.size
     return [
-        Word(m.group(), Box(placed.left + m.start() * width, placed.top, placed.left + m.end() * width, placed.top + placed.size), placed.size)
+        Word(
+            m.group(),
+            Box(placed.left + m.start() * width, placed.top, placed.left + m.end() * width, placed.top + placed.size),
+            placed.size,
+        )
         for m in re.finditer(r"\S+", placed.text)
     ]
 

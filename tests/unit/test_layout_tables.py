@@ -79,7 +79,12 @@ def test_an_unruled_table_with_a_right_aligned_number_column_and_an_empty_cell()
 
 
 def test_a_cell_on_two_lines_stays_one_cell_of_its_row():
-    rows = ["Name       Role                 Since", "Ada        Chief engineer       1843", "           and analyst", "Charles    Designer             1822"]
+    rows = [
+        "Name       Role                 Since",
+        "Ada        Chief engineer       1843",
+        "           and analyst",
+        "Charles    Designer             1822",
+    ]
     page = page_words(stacked(rows, 72, 100))
 
     (table,) = find_tables(page)
@@ -97,13 +102,28 @@ def test_a_table_in_one_column_of_a_two_column_page_is_found_within_that_column(
     table_top = left[-1].top + 24
     rows = ["Year     Wheat     Barley", "1851       412        97", "1861       388       102", "1871       405        88"]
     after = stacked(wrapped(PROSE, 44), 56, table_top + 60)
-    right_text = PROSE + " It ends here. " + PROSE  # a paragraph's short last lines in the right column, beside the table
-    page = page_words(two_columns([*left, *stacked(rows, 56, table_top), *after], right_text))
+    # The right column's paragraph ends on a short line beside the table's second row, where a run of cells could take it in.
+    right = [*wrapped(PROSE + " " + PROSE, 44)[: len(left) + 2], "It ends here.", *wrapped(PROSE, 44)]
+    page = page_words([*left, *stacked(rows, 56, table_top), *after, *stacked(right, 320, 72)])
 
     (table,) = find_tables(page)
 
     assert table.rows == [["Year", "Wheat", "Barley"], ["1851", "412", "97"], ["1861", "388", "102"], ["1871", "405", "88"]]
     assert table.box.right < 300
+
+
+def test_labels_scattered_over_a_figure_are_not_a_table():
+    labels = [
+        ("Input", 72, 100),
+        ("Output", 250, 100),
+        ("Hidden layer", 84, 112),
+        ("Softmax", 262, 112),
+        ("Loss", 96, 124),
+        ("Gradient step", 236, 124),
+    ]
+    page = page_words([Placed(text, left, top) for text, left, top in labels])
+
+    assert find_tables(page) == []
 
 
 def test_two_columns_of_prose_are_not_a_table():
@@ -152,7 +172,11 @@ def test_ocr_words_of_jittered_boxes_still_make_the_table():
     rows = ["Item      Qty     Price", "Nails      200      4.50", "Screws      75      3.20", "Bolts       12     11.00"]
     laid = page_words(stacked(rows, 90, 140))
     jittered = [  # an OCR engine's boxes: a little off, each as tall as it found the word (its size)
-        Word(w.text, Box(w.box.left + k % 2 * 0.8, w.box.top - k % 3 * 0.6, w.box.right + k % 3 * 0.5, w.box.bottom + k % 2), 10 + k % 3 * 0.6)
+        Word(
+            w.text,
+            Box(w.box.left + k % 2 * 0.8, w.box.top - k % 3 * 0.6, w.box.right + k % 3 * 0.5, w.box.bottom + k % 2),
+            10 + k % 3 * 0.6,
+        )
         for k, w in enumerate(laid.words)
     ]
     page = PageWords(1, 612, 792, jittered, Source.OCR)

@@ -15,8 +15,9 @@ import statistics
 
 from s3wq.processors.ocr.layout.model import Line
 
-RELATIONS = frozenset("=≠≈≡≤≥<>∝∼≃≅→←↔⇒⇔↦∈∉⊂⊃⊆⊇")
-OPERATORS = frozenset("+−±∓×÷·∘∗/^_|‖⟨⟩∪∩∧∨¬∀∃′″∞")
+# The signs are mathematics' own: look-alikes of letters and of ASCII marks (the minus, the times sign) on purpose.
+RELATIONS = frozenset("=≠≈≡≤≥<>∝∼≃≅→←↔⇒⇔↦∈∉⊂⊃⊆⊇")  # noqa: RUF001
+OPERATORS = frozenset("+−±∓×÷·∘∗/^_|‖⟨⟩∪∩∧∨¬∀∃′″∞")  # noqa: RUF001
 LARGE_OPERATORS = frozenset("∑∏∐∫∬∭∮√∂∇")
 FUNCTIONS = frozenset({"sin", "cos", "tan", "cot", "log", "ln", "exp", "lim", "max", "min", "sup", "inf", "det", "arg", "mod", "dim"})
 EQUATION_NUMBER = re.compile(r"^\(\d{1,3}(?:\.\d{1,3})?[a-z]?\)$")
@@ -53,14 +54,16 @@ def is_equation(line: Line) -> bool:
 
 
 def _mathematical_letter(c: str) -> bool:
-    """A Greek letter, or one of Unicode's mathematical alphanumerics (𝑥, 𝔽, ℝ)."""
+    """A Greek letter, or one of Unicode's mathematical alphanumerics (italic, double-struck letters)."""
     code = ord(c)
-    return 0x391 <= code <= 0x3C9 or 0x1D400 <= code <= 0x1D7FF or c in "ℝℕℤℚℂℓ∅"
+    return 0x391 <= code <= 0x3C9 or 0x1D400 <= code <= 0x1D7FF or c in "ℝℕℤℚℂℓ∅"  # noqa: RUF001
 
 
 def _prose_words(tokens: list[str]) -> int:
     words = (token.strip(".,;:!?()[]\"'") for token in tokens)
-    return sum(1 for w in words if len(w) >= PROSE_LETTERS and w.isalpha() and w.lower() not in FUNCTIONS and not any(map(_mathematical_letter, w)))
+    return sum(
+        1 for w in words if len(w) >= PROSE_LETTERS and w.isalpha() and w.lower() not in FUNCTIONS and not any(map(_mathematical_letter, w))
+    )
 
 
 def _scripts(line: Line) -> int:

@@ -30,7 +30,9 @@ TITLE_SIZE = 1.3  # a line this many times the body's size is a title, not a run
 MIN_PAGES = 2  # a running head is seen on this many pages at least
 
 _ROMAN = r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"
-PAGE_NUMBER = re.compile(rf"^(?:page\s+)?[-–—\s]*(?=[\divxlcdm])(?:\d{{1,4}}|{_ROMAN})[-–—\s]*(?:(?:of|/)\s*\d{{1,4}})?$", re.IGNORECASE)
+PAGE_NUMBER = re.compile(
+    rf"^(?:page\s+)?[-\u2013\u2014\s]*(?=[\divxlcdm])(?:\d{{1,4}}|{_ROMAN})[-\u2013\u2014\s]*(?:(?:of|/)\s*\d{{1,4}})?$", re.IGNORECASE
+)
 BANNER = re.compile(
     r"downloaded\s+from|this\s+content\s+downloaded|electronic\s+copy\s+available\s+at|all\s+rights\s+reserved|^copyright\b|©"
     r"|^\(c\)\s*\d{4}|for\s+personal\s+use\s+only|^arxiv:\s*\d{4}\.\d{4,5}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from s3wq.processors.ocr.layout.model import Box, Word
 
@@ -79,7 +80,7 @@ def cell_gap_ems(words: Sequence[Word], lines: Iterable[Sequence[int]]) -> float
     """The gap, in ems, past which two words of a line are in two cells: well above the page's usual word gap."""
     gaps = []
     for line in lines:
-        for before, after in zip(line, line[1:], strict=False):
+        for before, after in pairwise(line):
             size = max(words[before].size, words[after].size, 1e-6)
             gap = (words[after].box.left - words[before].box.right) / size
             if 0 < gap < WORD_GAP_EM_CEILING:
@@ -91,7 +92,7 @@ def cell_gap_ems(words: Sequence[Word], lines: Iterable[Sequence[int]]) -> float
 def cells_of(words: Sequence[Word], line: Sequence[int], gap_ems: float) -> CellLine:
     """A line of words (indexes, left to right) split into cells at every gap wider than ``gap_ems``."""
     runs: list[list[int]] = [[line[0]]]
-    for before, after in zip(line, line[1:], strict=False):
+    for before, after in pairwise(line):
         size = max(words[before].size, words[after].size)
         if words[after].box.left - words[before].box.right > gap_ems * size:
             runs.append([])

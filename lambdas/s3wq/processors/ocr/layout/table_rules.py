@@ -70,7 +70,12 @@ def _meeting(rules: Sequence[Rule]) -> list[list[Rule]]:
     for i, a in enumerate(rules):
         for j in range(i + 1, len(rules)):
             b = rules[j].box
-            if a.box.left - MEET <= b.right and b.left - MEET <= a.box.right and a.box.top - MEET <= b.bottom and b.top - MEET <= a.box.bottom:
+            if (
+                a.box.left - MEET <= b.right
+                and b.left - MEET <= a.box.right
+                and a.box.top - MEET <= b.bottom
+                and b.top - MEET <= a.box.bottom
+            ):
                 parent[root(i)] = root(j)
     groups: dict[int, list[Rule]] = {}
     for i, rule in enumerate(rules):
@@ -135,7 +140,9 @@ def _stacks(page: PageWords, horizontals: Sequence[Rule], gap_ems: float) -> Ite
     for rule in sorted(horizontals, key=lambda r: r.box.top):
         if rule.box.width < SHORTEST_RULE * page.width:
             continue
-        same = [s for s in stacks if abs(s[-1].box.left - rule.box.left) <= tolerance and abs(s[-1].box.right - rule.box.right) <= tolerance]
+        same = [
+            s for s in stacks if abs(s[-1].box.left - rule.box.left) <= tolerance and abs(s[-1].box.right - rule.box.right) <= tolerance
+        ]
         if same:
             same[-1].append(rule)
         else:

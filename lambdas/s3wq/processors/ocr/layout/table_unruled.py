@@ -41,11 +41,12 @@ MIN_ROWS = 3  # rows of two cells or more, the header's included
 MIN_ALIGNED = 2  # columns whose cells line up
 LONG_CELL_WORDS = 7  # a cell of this many words is a line of prose, not a table's cell
 LONG_CELL_SHARE = 0.4  # ... and so is one this wide, as a share of the page's text
+TEXT_SHARE = 0.5  # the page's text is judged at least this share of its width wide (a page of a few short lines is not narrow)
 ROW_REACH = 2.5  # lines further apart than this many line heights are not rows of one table
 SAME_STRETCH = 0.5  # a line's cells continue a candidate when they share this much of the narrower width
 PROSE_CELL_WORDS = 4  # a column whose cells hold this many words on average ...
 PROSE_FILL = 0.7  # ... and fill this much of its width, most of them, is a column of prose
-LIST_MARKER = re.compile(r"^(?:[•◦▪‣∙·*–—-]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcdmIVXLCDM]{1,5})[.)])$")
+LIST_MARKER = re.compile(r"^(?:[•◦▪‣∙·*\u2013\u2014-]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcdmIVXLCDM]{1,5})[.)])$")
 
 
 @dataclass
@@ -71,7 +72,7 @@ def unruled_tables(page: PageWords, free: set[int], gap_ems: float) -> list[Tabl
     if not lines:
         return []
     text = Box.around(line.box for line in lines)
-    long_width = LONG_CELL_SHARE * text.width
+    long_width = LONG_CELL_SHARE * max(text.width, TEXT_SHARE * page.width)
 
     def is_long(cell: Cell) -> bool:
         return len(cell.words) >= LONG_CELL_WORDS or cell.box.width >= long_width
