@@ -10,7 +10,7 @@ that no cell of the table's body crosses.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -56,6 +56,25 @@ class CellLine:
 
 
 Column = tuple[float, float]  # a column's left and right, in points
+
+
+@dataclass(frozen=True)
+class PageLines:
+    """A page's words in lines, read once for every kind of table, and the gap past which two words are in two cells."""
+
+    words: Sequence[Word]
+    lines: list[list[int]]
+    gap_ems: float
+
+    @staticmethod
+    def of(words: Sequence[Word]) -> PageLines:
+        lines = lines_of(words, range(len(words)))
+        return PageLines(words, lines, cell_gap_ems(words, lines))
+
+    def cells(self, keep: Callable[[int], bool]) -> list[CellLine]:
+        """The lines of the words (indexes) that ``keep`` keeps, in cells."""
+        kept_lines = ([i for i in line if keep(i)] for line in self.lines)
+        return [cells_of(self.words, kept, self.gap_ems) for kept in kept_lines if kept]
 
 
 def lines_of(words: Sequence[Word], chosen: Iterable[int]) -> list[list[int]]:

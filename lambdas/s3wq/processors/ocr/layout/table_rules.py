@@ -20,9 +20,8 @@ from collections.abc import Iterator, Sequence
 
 from s3wq.processors.ocr.layout.model import Box, PageWords, Rule
 from s3wq.processors.ocr.layout.table_cells import (
-    CellLine,
+    PageLines,
     Table,
-    cells_of,
     columns_of,
     lines_of,
     rows_of,
@@ -37,11 +36,11 @@ PROSE_WORDS = 6  # a line between two rules that is one cell of this many words 
 PROSE_SHARE = 0.6  # ... as wide as this share of the rules is a paragraph, not a table's row
 
 
-def ruled_tables(page: PageWords, free: set[int], gap_ems: float) -> list[Table]:
-    """The tables drawn with ruling lines among the ``free`` words (indexes) of ``page``: grids first, then booktabs."""
+def ruled_tables(page: PageWords, text: PageLines) -> list[Table]:
+    """The tables drawn with ruling lines on ``page``, whose lines are ``text``: grids first, then booktabs."""
     tables: list[Table] = []
     left_over: list[Rule] = []
-    unclaimed = set(free)
+    unclaimed = set(range(len(page.words)))
     for group in _meeting(page.rules):
         table = _grid_table(page, unclaimed, group)
         if table is None:
@@ -49,8 +48,8 @@ def ruled_tables(page: PageWords, free: set[int], gap_ems: float) -> list[Table]
         else:
             tables.append(table)
             unclaimed -= table.words
-    for top, bottom in _stacks(page, left_over, gap_ems):
-        table = _booktabs_table(page, unclaimed, Box(top.box.left - MEET, top.box.top, top.box.right + MEET, bottom.box.bottom), gap_ems)
+    for top, bottom in _stacks(page, text, left_over):
+        table = _booktabs_table(text, unclaimed, Box(top.box.left - MEET, top.box.top, top.box.right + MEET, bottom.box.bottom))
         if table is not None:
             tables.append(table)
             unclaimed -= table.words
@@ -133,7 +132,7 @@ def _text(page: PageWords, indexes: Sequence[int]) -> str:
     return " ".join(page.words[i].text for line in lines_of(page.words, indexes) for i in line)
 
 
-def _stacks(page: PageWords, horizontals: Sequence[Rule], gap_ems: float) -> Iterator[tuple[Rule, Rule]]:
+def _stacks(page: PageWords, text: PageLines, horizontals: Sequence[Rule]) -> Iterator[tuple[Rule, Rule]]:
     """The top and bottom rules of each stack of horizontal rules of one width, cut where a paragraph lies between two of them."""
     tolerance = SAME_WIDTH * page.width
     stacks: list[list[Rule]] = []
@@ -150,19 +149,19 @@ def _stacks(page: PageWords, horizontals: Sequence[Rule], gap_ems: float) -> Ite
     for stack in stacks:
         start = 0
         for k in range(1, len(stack) + 1):
-            if k == len(stack) or _holds_prose(page, stack[k - 1], stack[k], gap_ems):
+            if k == len(stack) or _holds_prose(text, stack[k - 1], stack[k]):
                 if k - 1 > start:
                     yield stack[start], stack[k - 1]
                 start = k
 
 
-def _holds_prose(page: PageWords, above: Rule, below: Rule, gap_ems: float) -> bool:
+def _holds_prose(text: PageLines, above: Rule, below: Rule) -> bool:
     """Whether a line of prose lies between two rules: one cell of many words across most of their width."""
-    inside = [i for i, word in enumerate(page.words) if _within(word.box, above.box.left, above.box.bottom, above.box.right, below.box.top)]
+    left, top, right, bottom = above.box.left, above.box.bottom, above.box.right, below.box.top
     return any(
         len(cell.words) >= PROSE_WORDS and cell.box.width >= PROSE_SHARE * above.box.width
-        for line in lines_of(page.words, inside)
-        for cell in cells_of(page.words, line, gap_ems).cells
+        for line in text.cells(lambda i: _within(text.words[i].box, left, top, right, bottom))
+        for cell in line.cells
     )
 
 
@@ -170,10 +169,9 @@ def _within(box: Box, left: float, top: float, right: float, bottom: float) -> b
     return left <= box.centre <= right and top <= box.middle <= bottom
 
 
-def _booktabs_table(page: PageWords, free: set[int], region: Box, gap_ems: float) -> Table | None:
+def _booktabs_table(text: PageLines, free: set[int], region: Box) -> Table | None:
     """The table between a stack's top and bottom rules: rows and columns from its words, at least two of each."""
-    inside = [i for i in free if _within(page.words[i].box, region.left, region.top, region.right, region.bottom)]
-    lines: list[CellLine] = [cells_of(page.words, line, gap_ems) for line in lines_of(page.words, inside)]
+    lines = text.cells(lambda i: i in free and _within(text.words[i].box, region.left, region.top, region.right, region.bottom))
     if len(lines) < 2 or 2 * sum(1 for line in lines if len(line.cells) > 1) < len(lines):
         return None
     columns = columns_of(lines)

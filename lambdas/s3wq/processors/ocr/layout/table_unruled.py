@@ -26,11 +26,10 @@ from s3wq.processors.ocr.layout.table_cells import (
     Cell,
     CellLine,
     Column,
+    PageLines,
     Table,
     aligned_columns,
-    cells_of,
     columns_of,
-    lines_of,
     rows_of,
     spanned,
     sub_line,
@@ -65,14 +64,13 @@ class _Candidate:
         return statistics.median(r.box.left for r in rows), statistics.median(r.box.right for r in rows)
 
 
-def unruled_tables(page: PageWords, free: set[int], gap_ems: float) -> list[Table]:
-    """The tables with no ruling lines among the ``free`` words (indexes) of ``page``."""
-    words = page.words
-    lines = [cells_of(words, line, gap_ems) for line in lines_of(words, free)]
+def unruled_tables(page: PageWords, text: PageLines, free: set[int]) -> list[Table]:
+    """The tables with no ruling lines among the ``free`` words (indexes) of ``page``, whose lines are ``text``."""
+    lines = text.cells(free.__contains__)
     if not lines:
         return []
-    text = Box.around(line.box for line in lines)
-    long_width = LONG_CELL_SHARE * max(text.width, TEXT_SHARE * page.width)
+    text_width = Box.around(line.box for line in lines).width
+    long_width = LONG_CELL_SHARE * max(text_width, TEXT_SHARE * page.width)
 
     def is_long(cell: Cell) -> bool:
         return len(cell.words) >= LONG_CELL_WORDS or cell.box.width >= long_width

@@ -8,7 +8,7 @@ left, found by alignment. A word is claimed by one table at most.
 from __future__ import annotations
 
 from s3wq.processors.ocr.layout.model import PageWords
-from s3wq.processors.ocr.layout.table_cells import Table, cell_gap_ems, lines_of
+from s3wq.processors.ocr.layout.table_cells import PageLines, Table
 from s3wq.processors.ocr.layout.table_rules import ruled_tables
 from s3wq.processors.ocr.layout.table_unruled import unruled_tables
 
@@ -19,10 +19,8 @@ def find_tables(page: PageWords) -> list[Table]:
     """The tables on ``page``, top to bottom."""
     if not page.words:
         return []
-    free = set(range(len(page.words)))
-    gap_ems = cell_gap_ems(page.words, lines_of(page.words, free))
-    tables = ruled_tables(page, free, gap_ems)
-    for table in tables:
-        free -= table.words
-    tables += unruled_tables(page, free, gap_ems)
+    text = PageLines.of(page.words)
+    tables = ruled_tables(page, text)
+    free = set(range(len(page.words))).difference(*(table.words for table in tables))
+    tables += unruled_tables(page, text, free)
     return sorted(tables, key=lambda table: (table.box.top, table.box.left))
