@@ -203,9 +203,25 @@ RULES = st.builds(
 )
 
 
-@given(st.lists(PLACED, max_size=40), st.lists(RULES, max_size=12))
-def test_no_word_is_claimed_twice_and_a_table_holds_the_words_it_claims(placed, rules):
-    page = page_words(placed, rules)
+@st.composite
+def tabular(draw: st.DrawFn) -> tuple[list[Placed], list[Box]]:
+    """A table's rows at one place, ruled as a grid, as booktabs or not at all: what the noise around it may overlap."""
+    left, top, rows = draw(st.floats(0, 300)), draw(st.floats(0, 500)), draw(st.integers(2, 6))
+    texts = [" ".join(f"{draw(WORDS):<10}" for _ in range(3)) for _ in range(rows)]
+    placed = stacked(texts, left + 2, top + 2, leading=1.5)
+    bottom, right = top + rows * 15, left + 30 * EM
+    rules = {
+        "grid": [horizontal_rule(left, right, top + r * 15) for r in range(rows + 1)]
+        + [vertical_rule(left + c * 10 * EM, top, bottom) for c in range(4)],
+        "booktabs": [horizontal_rule(left, right, top), horizontal_rule(left, right, top + 15), horizontal_rule(left, right, bottom)],
+        "none": [],
+    }[draw(st.sampled_from(["grid", "booktabs", "none"]))]
+    return placed, rules
+
+
+@given(tabular(), st.lists(PLACED, max_size=30), st.lists(RULES, max_size=8))
+def test_no_word_is_claimed_twice_and_a_table_holds_the_words_it_claims(table, placed, rules):
+    page = page_words([*table[0], *placed], [*table[1], *rules])
 
     tables = find_tables(page)
 
