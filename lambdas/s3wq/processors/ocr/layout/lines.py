@@ -1,0 +1,133 @@
+"""Words into lines: boxes at one height chained left to right, the spaces between them read from their gaps.
+
+Lines are built in two steps. First every word is chained to the nearest
+word before it at its height, up to a gap of ``FRAGMENT_GAP_EMS``: wider
+than any word gap of justified text, narrower than a column gutter, so these
+fragments never cross a gutter, whatever the page's skew (a word is compared
+with its neighbour only, which a 2 degree skew moves by a fraction of a
+point). ``order`` then finds the gutters between fragments and, within one
+column, ``merge_row`` joins the fragments of a row unless a gap of
+``LINE_GAP_EMS`` parts them (a form's "Name        Date").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+
+from s3wq.processors.ocr.layout.model import Box, Line, Word
+
+FRAGMENT_GAP_EMS = 1.0
+LINE_GAP_EMS = 3.0
+# Two boxes are on one line when they overlap vertically by this share of the shorter one's height.
+SAME_LINE_OVERLAP = 0.5
+# A word may start this many ems before the previous one ends and still follow it (kerning, a split accent).
+OVERLAP_EMS = 0.5
+# A gap is a space when it is at least this share of the line's typical word gap, and at least this many ems.
+# Below, the boxes are pieces of one word ("m ajor") that the source split. A line of pieces alone has no
+# typical word gap of its own, and a word gap of DEFAULT_WORD_GAP_EMS is assumed.
+SPACE_SHARE = 0.45
+SPACE_EMS = 0.12
+DEFAULT_WORD_GAP_EMS = 0.3
+
+
+def em(word: Word) -> float:
+    """The word's font size in points: its size, or for a source that gives none, its box's height."""
+    return word.size if word.size > 0 else max(word.box.height, 1.0)
+
+
+def same_line(a: Box, b: Box) -> bool:
+    """Whether boxes ``a`` and ``b`` sit at one height: they overlap by half the shorter one's height."""
+    shared = min(a.bottom, b.bottom) - max(a.top, b.top)
+    return shared >= SAME_LINE_OVERLAP * max(min(a.height, b.height), 1e-6)
+
+
+def fragments(words: Iterable[Word]) -> list[Line]:
+    """The page's words chained into fragments of lines, each of words at one height with no wide gap inside.
+
+    Words are taken left to right and each joins the open fragment at its
+    height whose last word is nearest; fragments are found through buckets of
+    one median word height, so a page costs O(n log n) whatever its size. (The
+    boxes' edges are read into flat lists first: this loop is most of a text
+    layer page's layout time.)
+    """
+    ordered = sorted((w for w in words if w.text.strip()), key=_left_to_right)
+    if not ordered:
+        return []
+    boxes = [w.box for w in ordered]
+    lefts, rights = [b.left for b in boxes], [b.right for b in boxes]
+    tops, bottoms = [b.top for b in boxes], [b.bottom for b in boxes]
+    middles = [(t + b) / 2 for t, b in zip(tops, bottoms)]
+    heights = [max(b - t, 1e-6) for t, b in zip(tops, bottoms)]
+    ems = [em(w) for w in ordered]
+    bucket = max(sorted(heights)[len(heights) // 2], 1e-3)
+    reach = FRAGMENT_GAP_EMS * max(ems)  # a chain ending further left than this before a word is closed for good
+    chains: list[list[int]] = []
+    open_at: dict[int, list[int]] = {}  # bucket of a chain's last word's middle -> the chains ending there
+    for i in range(len(ordered)):
+        best, nearest = -1, float("inf")
+        # The chains whose last word can share this word's line: their middles lie within half a height of its own.
+        half = max(heights[i], bucket) / 2
+        for key in range(int((middles[i] - half) // bucket), int((middles[i] + half) // bucket) + 1):
+            ending = open_at.get(key)
+            if not ending:
+                continue
+            closed = False
+            for chain in ending:
+                j = chains[chain][-1]
+                gap = lefts[i] - rights[j]
+                if gap > reach:
+                    closed = True
+                    continue
+                size = ems[i] if ems[i] > ems[j] else ems[j]
+                if gap > FRAGMENT_GAP_EMS * size or gap < -OVERLAP_EMS * size:
+                    continue
+                shared = min(bottoms[i], bottoms[j]) - max(tops[i], tops[j])
+                if shared >= SAME_LINE_OVERLAP * min(heights[i], heights[j]) and abs(middles[j] - middles[i]) < nearest:
+                    best, nearest = chain, abs(middles[j] - middles[i])
+            if closed:
+                ending[:] = [c for c in ending if lefts[i] - rights[chains[c][-1]] <= reach]
+        if best < 0:
+            chains.append([i])
+            best = len(chains) - 1
+        else:
+            open_at[int(middles[chains[best][-1]] // bucket)].remove(best)
+            chains[best].append(i)
+        open_at.setdefault(int(middles[i] // bucket), []).append(best)
+    return [make_line([ordered[i] for i in chain], ordered=True) for chain in chains]
+
+
+def _left_to_right(word: Word) -> tuple[float, float, float, str]:
+    """Left edges first; the rest only makes the order one whatever order the words came in."""
+    box = word.box
+    return (box.left, box.top + box.bottom, box.right, word.text)
+
+
+def make_line(words: Sequence[Word], *, ordered: bool = False) -> Line:
+    """One line of ``words``, its text spaced from the gaps between their boxes (``ordered``: already left to right)."""
+    if not ordered:
+        words = sorted(words, key=_left_to_right)
+    sizes = sorted(em(w) for w in words)
+    size = sizes[len(sizes) // 2]
+    boxes = [w.box for w in words]
+    gaps = [b.left - a.right for a, b in pairwise(boxes)]
+    word_gaps = sorted(g for g in gaps if g >= SPACE_EMS * size)
+    typical = word_gaps[len(word_gaps) // 2] if word_gaps else DEFAULT_WORD_GAP_EMS * size
+    space = max(SPACE_EMS * size, SPACE_SHARE * typical)
+    parts = [words[0].text.strip()]
+    for gap, word in zip(gaps, words[1:]):
+        parts.append((" " if gap >= space else "") + word.text.strip())
+    box = Box(min(b.left for b in boxes), min(b.top for b in boxes), max(b.right for b in boxes), max(b.bottom for b in boxes))
+    return Line(words=tuple(words), box=box, text="".join(parts))
+
+
+def merge_row(row: Sequence[Line]) -> list[Line]:
+    """Fragments of one row of a column joined into lines, left to right; a gap of LINE_GAP_EMS parts two lines."""
+    ordered = sorted(row, key=lambda line: (line.box.left, line.box.top))
+    groups: list[list[Line]] = []
+    for line in ordered:
+        if groups and line.box.left - max(f.box.right for f in groups[-1]) <= LINE_GAP_EMS * max(line.size, groups[-1][-1].size):
+            groups[-1].append(line)
+        else:
+            groups.append([line])
+    return [group[0] if len(group) == 1 else make_line([w for f in group for w in f.words]) for group in groups]
