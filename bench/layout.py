@@ -57,18 +57,21 @@ def synthetic_page(number: int, rng: random.Random) -> PageWords:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=200, help="pages to lay out (default 200)")
+    parser.add_argument("--rounds", type=int, default=3, help="times to lay them all out; the best round counts (default 3)")
     args = parser.parse_args()
     rng = random.Random(29)
     pages = [synthetic_page(n, rng) for n in range(1, args.pages + 1)]
-    started = time.process_time()
-    document = read_document(pages)
-    seconds = time.process_time() - started
-    ms = 1000 * seconds / len(pages)
+    rounds = []
+    for _ in range(args.rounds):
+        started = time.process_time()  # CPU time of this process: a shared machine's other work is not counted
+        document = read_document(pages)
+        rounds.append(time.process_time() - started)
+    ms = 1000 * min(rounds) / len(pages)
     result = {
         "pages": len(pages),
         "words_per_page": round(sum(len(p.words) for p in pages) / len(pages)),
-        "cpu_seconds": round(seconds, 3),
-        "pages_per_second": round(len(pages) / seconds, 1),
+        "cpu_seconds_per_round": [round(s, 3) for s in rounds],
+        "pages_per_second": round(len(pages) / min(rounds), 1),
         "ms_per_page": round(ms, 2),
         "target_ms_per_page": TARGET_MS_PER_PAGE,
         "met": ms < TARGET_MS_PER_PAGE,

@@ -95,3 +95,15 @@ def test_a_table_with_a_narrow_column_of_figures_is_read_row_by_row() -> None:
     layout = read_layout(page(words))
     lines = [line.text for block in layout.blocks for line in block.lines]
     assert lines == [text for row in rows for text in row]
+
+
+def test_a_sentence_broken_off_at_a_columns_foot_goes_on_at_the_next_columns_head() -> None:
+    left, _ = paragraph("the first column ends in the middle of a sentence that is carried over to the", 54, 72, 240)
+    right, _ = paragraph("next column, where it ends. A new paragraph follows it.", 318, 72, 240)
+    later, _ = paragraph("Then a paragraph of its own.", 318, 120, 240)
+    texts = block_texts(left + right + later)
+    assert (
+        texts[0]
+        == "the first column ends in the middle of a sentence that is carried over to the next column, where it ends. A new paragraph follows it."
+    )
+    assert texts[1:] == ["Then a paragraph of its own."]

@@ -17,7 +17,7 @@ from s3wq.processors.ocr.layout.lines import fragments
 from s3wq.processors.ocr.layout.markers import is_caption, list_marker
 from s3wq.processors.ocr.layout.model import Block, BlockKind, Box, Line, PageWords
 from s3wq.processors.ocr.layout.order import Region
-from s3wq.processors.ocr.layout.paragraphs import BodyStyle, body_style, bold, paragraphs, same_size
+from s3wq.processors.ocr.layout.paragraphs import BodyStyle, body_style, paragraphs, same_size
 from s3wq.processors.ocr.layout.tables import Table
 
 HEADING_LINES = 3
@@ -25,6 +25,8 @@ HEADING_CHARS = 200
 MAX_LEVEL = 6
 # A caption's label without a stop after it ("Figure 3 Results") counts within this many ems of a figure or a table.
 CAPTION_REACH_EMS = 2.0
+# A paragraph ending in none of these at a column's foot goes on at the next column's head, if that starts in lower case.
+_SENTENCE_ENDS = ".!?:;\"'\u201d\u2019)]"
 
 
 def build_blocks(regions: Sequence[Region], page: PageWords) -> list[Block]:
@@ -33,15 +35,26 @@ def build_blocks(regions: Sequence[Region], page: PageWords) -> list[Block]:
     figures = [*page.images, *(p.box for r in regions for p in r.items if isinstance(p.content, Table))]
     blocks: list[Block] = []
     for region in regions:
-        for group in paragraphs(region, style, page.height, is_equation):
+        for index, group in enumerate(paragraphs(region, style, page.height, is_equation)):
             content = group[0].content
-            blocks.append(
-                _block([p.content for p in group if isinstance(p.content, Line)], style, figures)
-                if isinstance(content, Line)
-                else _table(content, page)
-            )
+            if not isinstance(content, Line):
+                blocks.append(_table(content, page))
+                continue
+            block = _block([p.content for p in group if isinstance(p.content, Line)], style, figures)
+            if index == 0 and blocks and _continues(blocks[-1], block):
+                blocks[-1] = Block(BlockKind.PARAGRAPH, [*blocks[-1].lines, *block.lines], Box.around([blocks[-1].box, block.box]))
+            else:
+                blocks.append(block)
     assign_levels(blocks)
     return blocks
+
+
+def _continues(before: Block, after: Block) -> bool:
+    """Whether ``after``, a column's first paragraph, goes on with the sentence the column before it broke off."""
+    if before.kind is not BlockKind.PARAGRAPH or after.kind is not BlockKind.PARAGRAPH or not before.lines:
+        return False
+    end, start = before.lines[-1].text.rstrip(), after.lines[0].text.lstrip()
+    return bool(end and start) and end[-1] not in _SENTENCE_ENDS and start[0].islower()
 
 
 def _block(lines: list[Line], style: BodyStyle, figures: list[Box]) -> Block:
@@ -64,7 +77,7 @@ def _is_heading(lines: list[Line], style: BodyStyle) -> bool:
     larger = first.size > style.size and not same_size(first.size, style.size)
     text = join_lines(line.text for line in lines).rstrip()
     return (
-        (larger or (bold(first) and not style.bold))
+        (larger or (first.bold and not style.bold))
         and len(lines) <= HEADING_LINES
         and len(text) <= HEADING_CHARS
         and not text.endswith(".")
@@ -95,4 +108,4 @@ def assign_levels(blocks: Iterable[Block]) -> None:
 
 
 def _prominence(block: Block) -> tuple[float, bool]:
-    return (round(block.lines[0].size * 2) / 2, bold(block.lines[0]))
+    return (round(block.lines[0].size * 2) / 2, block.lines[0].bold)

@@ -47,54 +47,54 @@ def fragments(words: Iterable[Word]) -> list[Line]:
 
     Words are taken left to right and each joins the open fragment at its
     height whose last word is nearest; fragments are found through buckets of
-    one median word height, so a page costs O(n log n) whatever its size. (The
-    boxes' edges are read into flat lists first: this loop is most of a text
-    layer page's layout time.)
+    one median word height, so a page costs O(n log n) whatever its size.
     """
     ordered = sorted((w for w in words if w.text.strip()), key=_left_to_right)
-    if not ordered:
-        return []
+    return [make_line([ordered[i] for i in chain], ordered=True) for chain in _chains(ordered)] if ordered else []
+
+
+def _chains(ordered: list[Word]) -> list[list[int]]:
+    """The chains of ``ordered`` (left to right), as indexes. This loop is most of a text layer page's layout time:
+    the boxes' edges are read into flat lists first, and constants are local names."""
     boxes = [w.box for w in ordered]
     lefts, rights = [b.left for b in boxes], [b.right for b in boxes]
     tops, bottoms = [b.top for b in boxes], [b.bottom for b in boxes]
     middles = [(t + b) / 2 for t, b in zip(tops, bottoms)]
     heights = [max(b - t, 1e-6) for t, b in zip(tops, bottoms)]
-    ems = [em(w) for w in ordered]
+    ems = [w.size if w.size > 0 else max(w.box.height, 1.0) for w in ordered]
     bucket = max(sorted(heights)[len(heights) // 2], 1e-3)
     reach = FRAGMENT_GAP_EMS * max(ems)  # a chain ending further left than this before a word is closed for good
+    ahead, behind, overlap = FRAGMENT_GAP_EMS, -OVERLAP_EMS, SAME_LINE_OVERLAP
     chains: list[list[int]] = []
+    last: list[int] = []  # each chain's last word
     open_at: dict[int, list[int]] = {}  # bucket of a chain's last word's middle -> the chains ending there
-    for i in range(len(ordered)):
-        best, nearest = -1, float("inf")
+    for i, middle in enumerate(middles):
+        best, nearest, left, top, bottom, size, height = -1, float("inf"), lefts[i], tops[i], bottoms[i], ems[i], heights[i]
         # The chains whose last word can share this word's line: their middles lie within half a height of its own.
-        half = max(heights[i], bucket) / 2
-        for key in range(int((middles[i] - half) // bucket), int((middles[i] + half) // bucket) + 1):
+        half = (height if height > bucket else bucket) / 2
+        for key in range(int((middle - half) // bucket), int((middle + half) // bucket) + 1):
             ending = open_at.get(key)
-            if not ending:
-                continue
-            closed = False
-            for chain in ending:
-                j = chains[chain][-1]
-                gap = lefts[i] - rights[j]
-                if gap > reach:
-                    closed = True
-                    continue
-                size = ems[i] if ems[i] > ems[j] else ems[j]
-                if gap > FRAGMENT_GAP_EMS * size or gap < -OVERLAP_EMS * size:
-                    continue
-                shared = min(bottoms[i], bottoms[j]) - max(tops[i], tops[j])
-                if shared >= SAME_LINE_OVERLAP * min(heights[i], heights[j]) and abs(middles[j] - middles[i]) < nearest:
-                    best, nearest = chain, abs(middles[j] - middles[i])
-            if closed:
-                ending[:] = [c for c in ending if lefts[i] - rights[chains[c][-1]] <= reach]
+            for chain in ending or ():
+                j = last[chain]
+                gap, most = left - rights[j], size if size > ems[j] else ems[j]
+                if behind * most <= gap <= ahead * most and abs(middles[j] - middle) < nearest:
+                    if min(bottom, bottoms[j]) - max(top, tops[j]) >= overlap * min(height, heights[j]):
+                        best, nearest = chain, abs(middles[j] - middle)
+            if ending and left - rights[last[ending[0]]] > reach:
+                ending[:] = [c for c in ending if left - rights[last[c]] <= reach]
         if best < 0:
             chains.append([i])
+            last.append(i)
             best = len(chains) - 1
         else:
-            open_at[int(middles[chains[best][-1]] // bucket)].remove(best)
+            old = int(middles[last[best]] // bucket)
             chains[best].append(i)
-        open_at.setdefault(int(middles[i] // bucket), []).append(best)
-    return [make_line([ordered[i] for i in chain], ordered=True) for chain in chains]
+            last[best] = i
+            if old == int(middle // bucket):
+                continue
+            open_at[old].remove(best)
+        open_at.setdefault(int(middle // bucket), []).append(best)
+    return chains
 
 
 def _left_to_right(word: Word) -> tuple[float, float, float, str]:
@@ -107,18 +107,20 @@ def make_line(words: Sequence[Word], *, ordered: bool = False) -> Line:
     """One line of ``words``, its text spaced from the gaps between their boxes (``ordered``: already left to right)."""
     if not ordered:
         words = sorted(words, key=_left_to_right)
-    sizes = sorted(em(w) for w in words)
+    sizes = sorted([em(w) for w in words])
     size = sizes[len(sizes) // 2]
     boxes = [w.box for w in words]
+    texts = [w.text.strip() for w in words]
     gaps = [b.left - a.right for a, b in pairwise(boxes)]
-    word_gaps = sorted(g for g in gaps if g >= SPACE_EMS * size)
+    word_gaps = sorted([g for g in gaps if g >= SPACE_EMS * size])
     typical = word_gaps[len(word_gaps) // 2] if word_gaps else DEFAULT_WORD_GAP_EMS * size
     space = max(SPACE_EMS * size, SPACE_SHARE * typical)
-    parts = [words[0].text.strip()]
-    for gap, word in zip(gaps, words[1:]):
-        parts.append((" " if gap >= space else "") + word.text.strip())
-    box = Box(min(b.left for b in boxes), min(b.top for b in boxes), max(b.right for b in boxes), max(b.bottom for b in boxes))
-    return Line(words=tuple(words), box=box, text="".join(parts))
+    if len(word_gaps) == len(gaps) and (not gaps or min(gaps) >= space):
+        text = " ".join(texts)  # every gap a word gap: a text layer's usual line
+    else:
+        text = texts[0] + "".join((" " + t if gap >= space else t) for gap, t in zip(gaps, texts[1:]))
+    box = Box(min([b.left for b in boxes]), min([b.top for b in boxes]), max([b.right for b in boxes]), max([b.bottom for b in boxes]))
+    return Line(words=tuple(words), box=box, text=text)
 
 
 def merge_row(row: Sequence[Line]) -> list[Line]:

@@ -115,6 +115,11 @@ class Line:
         sizes = sorted(w.size for w in self.words)
         return sizes[len(sizes) // 2]
 
+    @cached_property
+    def bold(self) -> bool:
+        """Whether every word of the line is bold."""
+        return all(w.bold for w in self.words)
+
 
 class BlockKind(StrEnum):
     """What a block of the body is, as Markdown writes it."""

@@ -41,10 +41,6 @@ class BodyStyle:
         return self.line_gap + max(PARAGRAPH_EMS * self.size, PARAGRAPH_SHARE * max(self.line_gap, 0.0))
 
 
-def bold(line: Line) -> bool:
-    return all(w.bold for w in line.words)
-
-
 def same_size(a: float, b: float) -> bool:
     return max(a, b) <= SAME_SIZE * max(min(a, b), 1e-6)
 
@@ -56,7 +52,7 @@ def body_style(regions: Sequence[Region]) -> BodyStyle:
     for line in (p.content for r in regions for p in r.items if isinstance(p.content, Line)):
         sizes[round(line.size * 2) / 2] += len(line.text)
         chars += len(line.text)
-        bold_chars += len(line.text) if bold(line) else 0
+        bold_chars += len(line.text) if line.bold else 0
     if not sizes:
         return BodyStyle(size=10.0, bold=False, line_gap=2.0)
     size = sizes.most_common(1)[0][0]
@@ -91,7 +87,7 @@ def _parts(group: list[Placed], item: Placed, style: BodyStyle, left: float, hei
     scale = max(before.size, item.size) / style.size
     if gap > style.paragraph_gap * max(scale, 1.0):
         return True
-    if not same_size(before.size, item.size) or bold(before.content) != bold(line):
+    if not same_size(before.size, item.size) or before.content.bold != line.bold:
         return True
     if is_equation(before.content) != is_equation(line) or list_marker(line.text) is not None:
         return True

@@ -16,6 +16,7 @@ from s3wq.processors.ocr.layout.model import Box, Line
 # A slope is read from lines of at least this many words, this many ems wide.
 _MIN_WORDS = 3
 _MIN_WIDTH_EMS = 5.0
+_SAMPLE = 48  # the widest lines, enough for a median that one line's error does not move
 # Below this the page is upright (no turning at all, the text layer's usual case); beyond that, the slopes
 # are not a skew but something else (a diagram's labels, text set at an angle) and the page is left as it is.
 _UPRIGHT = math.radians(0.1)
@@ -26,11 +27,11 @@ _LEVEL = 1e-3  # points: a line's words whose middles are this close are level, 
 def skew_of(lines: Sequence[Line]) -> float:
     """The page's skew in radians (y down, so positive when lines fall to the right): the width-weighted median slope."""
     slopes: list[tuple[float, float]] = []
-    for line in lines:
-        if len(line.words) >= _MIN_WORDS and line.box.width >= _MIN_WIDTH_EMS * line.size:
-            slope = _slope(line)
-            if slope is not None:
-                slopes.append((slope, line.box.width))
+    measured = [line for line in lines if len(line.words) >= _MIN_WORDS and line.box.width >= _MIN_WIDTH_EMS * line.size]
+    for line in sorted(measured, key=lambda line: -line.box.width)[:_SAMPLE]:
+        slope = _slope(line)
+        if slope is not None:
+            slopes.append((slope, line.box.width))
     if not slopes:
         return 0.0
     slopes.sort()
