@@ -118,3 +118,22 @@ def test_lines_of_mathematics_make_an_equation_block_and_are_counted(monkeypatch
     layout = read_layout(page(above + equation + below))
     assert [b.kind for b in layout.blocks] == [BlockKind.PARAGRAPH, BlockKind.EQUATION, BlockKind.PARAGRAPH]
     assert layout.equations == 1
+
+
+def test_a_table_across_two_columns_is_read_between_the_bands_above_and_below_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    top_left, end = column(sentences("TL", 2), 54, 72, 240)
+    top_right, _ = column(sentences("TR", 2), 318, 72, 240)
+    cells = line_words("Year Cost of the whole programme Sites", 54, end + 10) + line_words("2024 15 7", 54, end + 22)
+    bottom_left, _ = column(sentences("BL", 2), 54, end + 50, 240)
+    bottom_right, _ = column(sentences("BR", 2), 318, end + 50, 240)
+    words = cells + bottom_right + top_left + bottom_left + top_right
+    table = Table(
+        box=Box(54, end + 10, 558, end + 32), rows=[["Year", "Cost", "Sites"], ["2024", "15", "7"]], words=frozenset(range(len(cells)))
+    )
+
+    def find_tables(page: PageWords) -> list[Table]:
+        return [table]
+
+    monkeypatch.setattr(page_module, "find_tables", find_tables)
+    texts = [b.text for b in read_layout(page(words)).blocks]
+    assert texts == sentences("TL", 2) + sentences("TR", 2) + ["Year Cost Sites\n2024 15 7"] + sentences("BL", 2) + sentences("BR", 2)

@@ -64,6 +64,11 @@ def test_a_table_is_a_pipe_table_with_its_pipes_escaped_and_short_rows_padded() 
     assert pipe_table([["Name", "a|b"], ["x"]]) == "| Name | a\\|b |\n| --- | --- |\n| x |  |"
 
 
+def test_prose_that_would_read_as_markdown_syntax_is_escaped_and_no_other() -> None:
+    document = read_document([text_page(1, "-b, --benchmark perform a benchmark."), text_page(2, "== a rule ==")])
+    assert document.markdown == "-b, --benchmark perform a benchmark.\n\n== a rule =="
+
+
 def test_prose_that_reads_as_markdown_syntax_is_escaped() -> None:
     document = read_document([text_page(1, "1990. The year the wall fell, and more."), text_page(2, "> 3 dB is half the power, or so.")])
     assert document.markdown == "1990\\. The year the wall fell, and more.\n\n\\> 3 dB is half the power, or so."

@@ -107,3 +107,16 @@ def test_a_sentence_broken_off_at_a_columns_foot_goes_on_at_the_next_columns_hea
         == "the first column ends in the middle of a sentence that is carried over to the next column, where it ends. A new paragraph follows it."
     )
     assert texts[1:] == ["Then a paragraph of its own."]
+
+
+def test_a_definition_list_of_terms_and_definitions_is_read_row_by_row_not_as_two_columns() -> None:
+    rows = [
+        ("-b, --benchmark", "perform a benchmark on decoding"),
+        ("-s, --strict", "use strict DER decoding of every field"),
+        ("-t, --no-time", "use strict DER decoding but not in time fields"),
+        ("-h, --help", "display this help and exit"),
+    ]
+    words = [
+        w for n, (term, text) in enumerate(rows) for w in line_words(term, 100, 200 + 13 * n, 11) + line_words(text, 228, 200 + 13 * n, 11)
+    ]
+    assert block_texts(shuffled(words)) == [f"{term} {text}" for term, text in rows]

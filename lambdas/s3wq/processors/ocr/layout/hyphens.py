@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-# A letter, then a hyphen that ends the line: the typesetter broke the word there. The next line goes on
-# with a lower-case letter when it is the word's rest ("docu-" "ment"); with a capital or a digit the hyphen
-# is the word's own ("Jean-" "Paul", "COVID-" "19"), and it stays, with no space after it.
-_BROKEN = re.compile(r"[^\W\d_]-$")
-_HYPHENS = "-\u00ad\u2010"  # hyphen-minus, the soft hyphen and the hyphen a text layer may carry
+# A letter, then a hyphen that ends the line: the typesetter broke the word there when the next line goes on
+# in lower case ("docu-" "ment"); before a capital or a digit the hyphen is the word's own ("Jean-" "Paul",
+# "COVID-" "19") and stays, with no space after it. A soft hyphen is a break and nothing else, always dropped.
+_HYPHENS = "-\u2010"  # hyphen-minus and the hyphen a text layer may carry
+_SOFT_HYPHEN = "\u00ad"
 
 
 def join_lines(texts: Iterable[str]) -> str:
@@ -20,7 +19,9 @@ def join_lines(texts: Iterable[str]) -> str:
             continue
         if not joined:
             joined = text
-        elif joined[-1] in _HYPHENS and _BROKEN.search(joined[:-1] + "-"):
+        elif joined[-1] == _SOFT_HYPHEN:
+            joined = joined[:-1] + text
+        elif joined[-1] in _HYPHENS and len(joined) > 1 and joined[-2].isalpha():
             joined = (joined[:-1] if text[0].islower() else joined) + text
         else:
             joined += " " + text

@@ -14,7 +14,7 @@ from s3wq.processors.ocr.layout.markers import list_marker
 from s3wq.processors.ocr.layout.model import Block, BlockKind, PageLayout
 
 BLOCK_SEPARATOR = "\n\n"
-_SYNTAX = re.compile(r"^(?:#|>|[-+*=]|\||`{3}|~{3})")
+_SYNTAX = re.compile(r"^(?:#|>|[-+*](?:\s|$)|[-=_*]{2,}\s*$|\||`{3}|~{3})")
 _COUNT = re.compile(r"^(\d+)([.)])(\s|$)")
 
 

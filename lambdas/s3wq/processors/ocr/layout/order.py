@@ -16,12 +16,15 @@ the tables) of a page, with their boxes turned upright:
    read as a region of its own (it may hold columns or a box in turn). A
    column narrower than ``COLUMN_EMS`` ems, or whose lines fill less than
    half its width, is not a column of text (a table's column of figures, a
-   list's bullets): it stays with its neighbour. A run without gutters is
-   read row by row, and its fragments joined into lines.
+   list's bullets), nor is one whose lines are level with its neighbour's
+   while the two differ in width (a definition list's terms and
+   definitions): it stays with its neighbour. A run without gutters is read
+   row by row, and its fragments joined into lines.
 """
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,9 +34,12 @@ from s3wq.processors.ocr.layout.model import Box, Line
 from s3wq.processors.ocr.layout.tables import Table
 
 GUTTER_EMS = 1.0
-COLUMN_EMS = 6.0
+COLUMN_EMS = 10.0
 _MIN_FILL = 0.5
 _FILL_FROM = 3  # a column of fewer lines is not judged by its fill
+_EQUAL_WIDTHS = 0.75  # columns of text are this near one width
+_LEVEL_EMS = 0.25  # lines whose middles are this near are level with each other
+_PAIRED_SHARE = 0.8
 _CORE = 0.25  # a box's core: its middle, this share of its height either way
 
 Interval = tuple[float, float]
@@ -186,9 +192,27 @@ def _is_text(column: list[Placed], columns: list[list[Placed]], index: int, size
     top, bottom = min(p.box.top for p in column), max(p.box.bottom for p in column)
     for neighbour in (columns[i] for i in (index - 1, index + 1) if 0 <= i < len(columns)):
         shared = min(bottom, max(p.box.bottom for p in neighbour)) - max(top, min(p.box.top for p in neighbour))
-        if shared < size:
+        if shared < size or _paired(column, neighbour, width, size):
             return False
     return True
+
+
+def _paired(column: list[Placed], neighbour: list[Placed], width: float, size: float) -> bool:
+    """Whether ``column`` and ``neighbour`` are the two sides of rows (a definition list, a table with no rules),
+    not two columns of text: of unequal widths, and nearly every line of the shorter side level with one of the other.
+    Columns of text are set to one width, and a sidebar beside them to a leading of its own."""
+    other = max(p.box.right for p in neighbour) - min(p.box.left for p in neighbour)
+    if min(width, other) >= _EQUAL_WIDTHS * max(width, other):
+        return False
+    fewer, more = sorted((column, neighbour), key=len)
+    middles = sorted(p.box.middle for p in more)
+    level = sum(1 for p in fewer if _near(middles, p.box.middle, _LEVEL_EMS * size))
+    return level >= _PAIRED_SHARE * len(fewer)
+
+
+def _near(ordered: list[float], value: float, within: float) -> bool:
+    at = bisect.bisect_left(ordered, value - within)
+    return at < len(ordered) and ordered[at] <= value + within
 
 
 def _rows(run: list[Placed]) -> list[Placed]:

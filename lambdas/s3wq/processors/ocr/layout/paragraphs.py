@@ -12,7 +12,9 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
+from s3wq.processors.ocr.layout.lines import same_line
 from s3wq.processors.ocr.layout.markers import is_caption, list_marker
 from s3wq.processors.ocr.layout.model import Line
 from s3wq.processors.ocr.layout.order import Placed, Region
@@ -69,10 +71,17 @@ def body_style(regions: Sequence[Region]) -> BodyStyle:
 def paragraphs(region: Region, style: BodyStyle, height: float, is_equation: Callable[[Line], bool]) -> list[list[Placed]]:
     """The region's lines in groups, each one block; a table alone in its group."""
     groups: list[list[Placed]] = []
-    left = min((p.box.left for p in region.items), default=0.0)
-    for item in region.items:
+    items = region.items
+    left = min((p.box.left for p in items), default=0.0)
+    # A row of several lines (a term and its definition, a table's row that no table took) is a block of its own.
+    shared = [same_line(a.box, b.box) for a, b in pairwise(items)]
+    for index, item in enumerate(items):
         if groups and isinstance(item.content, Line) and isinstance(groups[-1][-1].content, Line):
-            if not _parts(groups[-1], item, style, left, height, is_equation):
+            if index and shared[index - 1]:
+                groups[-1].append(item)
+                continue
+            in_row = (index + 1 < len(items) and shared[index]) or (index > 1 and shared[index - 2])
+            if not in_row and not _parts(groups[-1], item, style, left, height, is_equation):
                 groups[-1].append(item)
                 continue
         groups.append([item])
