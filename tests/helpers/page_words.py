@@ -7,6 +7,7 @@ font size high, as a text layer's boxes are; a space is one character wide.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Iterable, Sequence
 
 from s3wq.processors.ocr.layout.model import Box, PageWords, Source, Word
@@ -85,3 +86,21 @@ def page(words: Sequence[Word], number: int = 1, *, source: Source = Source.TEXT
 def sentences(prefix: str, count: int, words_each: int = 12) -> list[str]:
     """``count`` paragraphs of distinct words (``prefix`` and a number), so that each word's place in the text can be found."""
     return [" ".join(f"{prefix}{p}w{i}" for i in range(words_each)) + "." for p in range(count)]
+
+
+_ASCENDING = set("bdfhiklt0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_DESCENDING = set("gjpqy")
+
+
+def inked(words: Iterable[Word], seed: int = 29) -> list[Word]:
+    """``words`` as OCR gives them: boxes round the ink (taller with ascenders, deeper with descenders, a little
+    jitter), each word's size its box's height, and a confidence."""
+    rng = random.Random(seed)
+    out: list[Word] = []
+    for word in words:
+        size = word.size
+        top = word.box.top + size * (0.15 if _ASCENDING & set(word.text) else 0.35) + rng.uniform(-0.04, 0.04) * size
+        bottom = word.box.bottom - size * (0.05 if _DESCENDING & set(word.text) else 0.25) + rng.uniform(-0.04, 0.04) * size
+        left, right = word.box.left + rng.uniform(-0.5, 0.5), word.box.right + rng.uniform(-0.5, 0.5)
+        out.append(Word(word.text, Box(left, top, right, bottom), bottom - top, confidence=0.9))
+    return out

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from helpers.page_words import column, line_words, page, paragraph, sentences, skewed
+from helpers.page_words import column, inked, line_words, page, paragraph, sentences, skewed
 
-from s3wq.processors.ocr.layout.model import Word
+from s3wq.processors.ocr.layout.model import BlockKind, Source, Word
 from s3wq.processors.ocr.layout.page import read_layout
 
 
@@ -120,3 +120,15 @@ def test_a_definition_list_of_terms_and_definitions_is_read_row_by_row_not_as_tw
         w for n, (term, text) in enumerate(rows) for w in line_words(term, 100, 200 + 13 * n, 11) + line_words(text, 228, 200 + 13 * n, 11)
     ]
     assert block_texts(shuffled(words)) == [f"{term} {text}" for term, text in rows]
+
+
+@pytest.mark.parametrize("degrees", [0.0, 1.5, -2.0])
+def test_an_ocr_scan_whose_boxes_hug_the_ink_reads_its_heading_then_its_columns_paragraph_by_paragraph(degrees: float) -> None:
+    text = "the quick brown fox jumps over the lazy dog and runs away into the woods where nobody can see him any more"
+    left, _ = column([f"{text} left{n}." for n in range(3)], 54, 72, 240, gap=8)
+    right, _ = column([f"{text} right{n}." for n in range(3)], 318, 72, 240, gap=8)
+    heading = line_words("Results Of The Study", 54, 40, 16)
+    layout = read_layout(page(skewed(inked(heading + left + right), degrees), source=Source.OCR))
+    assert [(b.kind, b.text.split()[-1]) for b in layout.blocks] == [(BlockKind.HEADING, "Study")] + [
+        (BlockKind.PARAGRAPH, f"{side}{n}.") for side in ("left", "right") for n in range(3)
+    ]

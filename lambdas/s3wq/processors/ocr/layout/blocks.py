@@ -17,7 +17,7 @@ from s3wq.processors.ocr.layout.lines import fragments
 from s3wq.processors.ocr.layout.markers import is_caption, list_marker
 from s3wq.processors.ocr.layout.model import Block, BlockKind, Box, Line, PageWords
 from s3wq.processors.ocr.layout.order import Region
-from s3wq.processors.ocr.layout.paragraphs import BodyStyle, body_style, paragraphs, same_size
+from s3wq.processors.ocr.layout.paragraphs import BodyStyle, body_style, paragraphs
 from s3wq.processors.ocr.layout.tables import Table
 
 HEADING_LINES = 3
@@ -31,7 +31,7 @@ _SENTENCE_ENDS = ".!?:;\"'\u201d\u2019)]"
 
 def build_blocks(regions: Sequence[Region], page: PageWords) -> list[Block]:
     """The blocks of ``page``'s regions, in their order, headings levelled by size within the page."""
-    style = body_style(regions)
+    style = body_style(regions, page.source)
     figures = [*page.images, *(p.box for r in regions for p in r.items if isinstance(p.content, Table))]
     blocks: list[Block] = []
     for region in regions:
@@ -40,7 +40,7 @@ def build_blocks(regions: Sequence[Region], page: PageWords) -> list[Block]:
             if not isinstance(content, Line):
                 blocks.append(_table(content, page))
                 continue
-            block = _block([p.content for p in group if isinstance(p.content, Line)], style, figures)
+            block = _block([p.content for p in group if isinstance(p.content, Line)], group[0].size, style, figures)
             if index == 0 and blocks and _continues(blocks[-1], block):
                 blocks[-1] = Block(BlockKind.PARAGRAPH, [*blocks[-1].lines, *block.lines], Box.around([blocks[-1].box, block.box]))
             else:
@@ -57,13 +57,13 @@ def _continues(before: Block, after: Block) -> bool:
     return bool(end and start) and end[-1] not in _SENTENCE_ENDS and start[0].islower()
 
 
-def _block(lines: list[Line], style: BodyStyle, figures: list[Box]) -> Block:
+def _block(lines: list[Line], size: float, style: BodyStyle, figures: list[Box]) -> Block:
     box = Box.around(line.box for line in lines)
     if all(is_equation(line) for line in lines):
         kind = BlockKind.EQUATION
     elif is_caption(lines[0].text, beside_figure=any(_beside(box, figure, style.size) for figure in figures)):
         kind = BlockKind.CAPTION
-    elif _is_heading(lines, style):
+    elif _is_heading(lines, size, style):
         kind = BlockKind.HEADING
     elif list_marker(lines[0].text) is not None:
         kind = BlockKind.LIST_ITEM
@@ -72,9 +72,9 @@ def _block(lines: list[Line], style: BodyStyle, figures: list[Box]) -> Block:
     return Block(kind=kind, lines=lines, box=box)
 
 
-def _is_heading(lines: list[Line], style: BodyStyle) -> bool:
+def _is_heading(lines: list[Line], size: float, style: BodyStyle) -> bool:
     first = lines[0]
-    larger = first.size > style.size and not same_size(first.size, style.size)
+    larger = size > style.size and not style.same_size(size, style.size)
     text = join_lines(line.text for line in lines).rstrip()
     return (
         (larger or (first.bold and not style.bold))
@@ -108,4 +108,6 @@ def assign_levels(blocks: Iterable[Block]) -> None:
 
 
 def _prominence(block: Block) -> tuple[float, bool]:
-    return (round(block.lines[0].size * 2) / 2, block.lines[0].bold)
+    first = block.lines[0]
+    size = first.size if first.words[0].confidence is None else first.box.height  # as order.Placed.size, unturned
+    return (round(size * 2) / 2, first.bold)

@@ -61,8 +61,10 @@ def _chains(ordered: list[Word]) -> list[list[int]]:
     tops, bottoms = [b.top for b in boxes], [b.bottom for b in boxes]
     middles = [(t + b) / 2 for t, b in zip(tops, bottoms)]
     heights = [max(b - t, 1e-6) for t, b in zip(tops, bottoms)]
-    ems = [w.size if w.size > 0 else max(w.box.height, 1.0) for w in ordered]
     bucket = max(sorted(heights)[len(heights) // 2], 1e-3)
+    # An OCR word's size is its box's height, which is a short word's x-height ("on", "a"): the page's median
+    # height is nearer its font's size, so that a word gap is never taken for a gutter.
+    ems = [em(w) if w.confidence is None else max(em(w), bucket) for w in ordered]
     reach = FRAGMENT_GAP_EMS * max(ems)  # a chain ending further left than this before a word is closed for good
     ahead, behind, overlap = FRAGMENT_GAP_EMS, -OVERLAP_EMS, SAME_LINE_OVERLAP
     chains: list[list[int]] = []

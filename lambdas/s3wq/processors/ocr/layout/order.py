@@ -54,7 +54,11 @@ class Placed:
 
     @property
     def size(self) -> float:
-        return self.content.size if isinstance(self.content, Line) else self.box.height
+        """The type size to compare lines by: a text layer's font size; for OCR (whose words' sizes are their boxes'
+        heights, which vary with their letters) the height of the whole line's upright box."""
+        if isinstance(self.content, Line):
+            return self.content.size if self.content.words[0].confidence is None else self.box.height
+        return self.box.height
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,12 @@ from itertools import pairwise
 
 from s3wq.processors.ocr.layout.lines import same_line
 from s3wq.processors.ocr.layout.markers import is_caption, list_marker
-from s3wq.processors.ocr.layout.model import Line
+from s3wq.processors.ocr.layout.model import Line, Source
 from s3wq.processors.ocr.layout.order import Placed, Region
 
-# Lines are of one type when their sizes are within this ratio (OCR's sizes are box heights, which vary by a line's letters).
-SAME_SIZE = 1.15
+# Lines are of one type when their sizes are within this ratio: a text layer's sizes are the fonts', OCR's the boxes'
+# heights, which vary with a line's letters (ascenders, descenders, capitals).
+SAME_SIZE = {Source.TEXT_LAYER: 1.15, Source.OCR: 1.35}
 # A paragraph's gap is this many ems wider than the body's line gap (or half as wide again, if that is more).
 PARAGRAPH_EMS = 0.3
 PARAGRAPH_SHARE = 0.5
@@ -37,35 +38,37 @@ class BodyStyle:
     size: float
     bold: bool
     line_gap: float
+    same_size_ratio: float = SAME_SIZE[Source.TEXT_LAYER]
+
+    def same_size(self, a: float, b: float) -> bool:
+        return max(a, b) <= self.same_size_ratio * max(min(a, b), 1e-6)
 
     @property
     def paragraph_gap(self) -> float:
         return self.line_gap + max(PARAGRAPH_EMS * self.size, PARAGRAPH_SHARE * max(self.line_gap, 0.0))
 
 
-def same_size(a: float, b: float) -> bool:
-    return max(a, b) <= SAME_SIZE * max(min(a, b), 1e-6)
-
-
-def body_style(regions: Sequence[Region]) -> BodyStyle:
+def body_style(regions: Sequence[Region], source: Source) -> BodyStyle:
     """The page's body style, from the lines that hold most of its characters."""
     sizes: Counter[float] = Counter()
     bold_chars = chars = 0
-    for line in (p.content for r in regions for p in r.items if isinstance(p.content, Line)):
-        sizes[round(line.size * 2) / 2] += len(line.text)
+    for placed, line in ((p, p.content) for r in regions for p in r.items if isinstance(p.content, Line)):
+        sizes[round(placed.size * 2) / 2] += len(line.text)
         chars += len(line.text)
         bold_chars += len(line.text) if line.bold else 0
+    ratio = SAME_SIZE[source]
     if not sizes:
-        return BodyStyle(size=10.0, bold=False, line_gap=2.0)
+        return BodyStyle(size=10.0, bold=False, line_gap=2.0, same_size_ratio=ratio)
     size = sizes.most_common(1)[0][0]
+    style = BodyStyle(size, False, 0.0, ratio)
     gaps = [
         b.box.top - a.box.bottom
         for region in regions
         for a, b in zip(region.items, region.items[1:])
-        if isinstance(a.content, Line) and isinstance(b.content, Line) and same_size(a.size, size) and same_size(b.size, size)
+        if isinstance(a.content, Line) and isinstance(b.content, Line) and style.same_size(a.size, size) and style.same_size(b.size, size)
     ]
     usual = [g for g in gaps if -0.5 * size <= g <= 1.5 * size]
-    return BodyStyle(size, bold_chars * 2 > chars, statistics.median(usual) if usual else _LINE_GAP_EMS * size)
+    return BodyStyle(size, bold_chars * 2 > chars, statistics.median(usual) if usual else _LINE_GAP_EMS * size, ratio)
 
 
 def paragraphs(region: Region, style: BodyStyle, height: float, is_equation: Callable[[Line], bool]) -> list[list[Placed]]:
@@ -96,7 +99,7 @@ def _parts(group: list[Placed], item: Placed, style: BodyStyle, left: float, hei
     scale = max(before.size, item.size) / style.size
     if gap > style.paragraph_gap * max(scale, 1.0):
         return True
-    if not same_size(before.size, item.size) or before.content.bold != line.bold:
+    if not style.same_size(before.size, item.size) or before.content.bold != line.bold:
         return True
     if is_equation(before.content) != is_equation(line) or list_marker(line.text) is not None:
         return True
