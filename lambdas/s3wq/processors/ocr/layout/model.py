@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
+
+from s3wq.processors.ocr.layout.hyphens import join_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +109,16 @@ class Line:
     box: Box
     text: str
 
-    @property
+    @cached_property
     def size(self) -> float:
-        """The line's font size: its words' most common, or their median."""
+        """The line's font size: its words' most common, or their median. (Cached: layout asks it of every line often.)"""
         sizes = sorted(w.size for w in self.words)
         return sizes[len(sizes) // 2]
+
+    @cached_property
+    def bold(self) -> bool:
+        """Whether every word of the line is bold."""
+        return all(w.bold for w in self.words)
 
 
 class BlockKind(StrEnum):
@@ -138,7 +146,7 @@ class Block:
     def text(self) -> str:
         if self.kind is BlockKind.TABLE and self.rows:
             return "\n".join(" ".join(cell for cell in row if cell) for row in self.rows)
-        return " ".join(line.text for line in self.lines)
+        return join_lines(line.text for line in self.lines)
 
 
 class FurnitureKind(StrEnum):
