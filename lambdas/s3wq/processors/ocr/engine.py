@@ -82,6 +82,7 @@ class PageReading:
     read_lines: list[ReadLine] = field(default_factory=list)
     low_confidence: bool = False
     handwriting: bool = False
+    unevenness: float | None = None  # how unevenly its letters stand, in line heights (page_flags.py); None: too few measured
 
 
 def _shipped_model(config: Any, task: str) -> Path:
@@ -186,6 +187,7 @@ def read_page(pixels: np.ndarray, dpi: float, origin: tuple[float, float] = (0.0
         ],
         low_confidence=flags.low_confidence,
         handwriting=flags.handwriting,
+        unevenness=flags.unevenness,
     )
 
 

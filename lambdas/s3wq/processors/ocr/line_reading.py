@@ -11,6 +11,7 @@ and the better reading, by plausibility and score, is kept.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,8 @@ from s3wq.processors.ocr.word_spacing import Glyph
 # A line is read again when its plausibility or its score is below these.
 REREAD_PLAUSIBILITY = 0.6
 REREAD_SCORE = 0.8
-MAX_REREADS = 8  # a page's worst lines, so that a page of garbage costs at most ~0.7 s more
+MAX_REREADS = 6  # a page's worst lines, and within REREAD_SECONDS of one core: a page of garbage costs at most ~0.6 s more
+REREAD_SECONDS = 0.5
 _REREAD_SCALE = 2.0
 _PAD_HEIGHTS = 0.25  # white around the crop, in line heights
 _BETTER_BY = 0.02  # a second reading replaces the first only when it is better by this much
@@ -110,9 +112,12 @@ def needs_reread(line: OcrLine) -> bool:
 
 
 def reread_worst(engine: Any, grey: np.ndarray, lines: Sequence[OcrLine]) -> list[OcrLine]:
-    """``lines`` with the worst of those that read as garbage (at most MAX_REREADS) read again."""
+    """``lines`` with the worst of those that read as garbage read again: at most MAX_REREADS, begun within REREAD_SECONDS."""
     worst = sorted((i for i, line in enumerate(lines) if needs_reread(line)), key=lambda i: lines[i].quality)[:MAX_REREADS]
     out = list(lines)
+    started = time.process_time()
     for i in worst:
+        if time.process_time() - started > REREAD_SECONDS:
+            break
         out[i] = reread(engine, grey, lines[i])
     return out

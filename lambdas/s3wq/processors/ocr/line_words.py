@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
+import cv2
 import numpy as np
 
 from s3wq.processors.ocr.layout.model import Box, Word
@@ -32,11 +33,20 @@ def blank_columns(grey: np.ndarray, box: tuple[float, float, float, float]) -> n
     band = grey[max(0, top) : max(top + 1, bottom), max(0, int(box[0])) : int(np.ceil(box[2])) + 1]
     if band.size == 0:
         return np.zeros(0, dtype=bool)
-    low, high = np.percentile(band, (5, 95))
-    if high - low < 32:  # no contrast: a blank band, or one of solid ink
+    ink = ink_of(band)
+    if ink is None:
         return np.ones(band.shape[1], dtype=bool)
-    ink = band < (low + high) / 2
     return ink.sum(axis=0) <= _BLANK_SHARE * band.shape[0]
+
+
+def ink_of(grey: np.ndarray) -> np.ndarray | None:
+    """Which pixels of ``grey`` are ink: darker than midway between its paper and its ink, after a 3x3 median that takes out
+    a scan's grain and specks; None where it has no contrast (blank, or solid)."""
+    low, high = np.percentile(grey, (5, 95))
+    if high - low < 32:
+        return None
+    smooth = cv2.medianBlur(np.ascontiguousarray(grey), 3) if min(grey.shape) >= 3 else grey
+    return smooth < (low + high) / 2
 
 
 def _longest_run(blank: np.ndarray) -> int:

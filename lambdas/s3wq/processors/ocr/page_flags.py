@@ -7,9 +7,10 @@ shrink. So the unevenness of a line is the spread (median absolute deviation)
 of those rows over its letters, in line heights, and the page's is the median
 over its lines. A noisy or faded print page has a low confidence but an even
 hand; a page of handwriting has both. The thresholds are measured on drawn
-pages (tests/ocr/test_ocr_engine_words.py): clean print reads at ~0.99 mean
-confidence with an unevenness of ~0.01, noisy and faded print at 0.95 or so,
-a jittered hand below 0.9 with an unevenness several times print's.
+pages (tests/ocr/engine_pages.py), a letter page at 200 dpi: clean print and
+grainy, faded print read at 0.97 to 0.99 mean confidence with an unevenness of
+0.0; a fax of a photocopy at half the dpi at 0.78 to 0.80 (its text garbled)
+with 0.04; a jittered hand at 0.89 to 0.93 with 0.10 to 0.12.
 """
 
 from __future__ import annotations
@@ -21,14 +22,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from s3wq.processors.ocr.line_reading import OcrLine
+from s3wq.processors.ocr.line_words import ink_of
 
 LOW_CONFIDENCE = 0.9  # a page's mean line score below this is flagged
-HANDWRITING_CONFIDENCE = 0.93  # handwriting is suspected below this mean score ...
-HANDWRITING_UNEVENNESS = 0.035  # ... with letters this uneven, in line heights
+HANDWRITING_CONFIDENCE = 0.95  # handwriting is suspected below this mean score ...
+HANDWRITING_UNEVENNESS = 0.065  # ... with letters more uneven than this, in line heights
 _ON_BASELINE = frozenset("abcdefhiklmnorstuvwxzABCDEFGHIJKLMNOPRSTUVWXYZ0123456789")
 _X_HEIGHT = frozenset("acemnorsuvwxz")
 _MIN_LETTERS = 4  # a line with fewer measured letters says nothing of its hand
 _SLOT = 0.3  # a glyph's columns: this share of the pitch either side of its centre
+_STROKE_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,12 @@ class PageFlags:
 
 
 def _rows(ink: np.ndarray, columns: slice) -> tuple[int, int] | None:
-    """The first and last inked rows of ``ink`` in ``columns``."""
-    rows = np.flatnonzero(ink[:, columns].any(axis=1))
+    """The first and last rows of ``ink`` in ``columns`` that carry a stroke: a quarter of the most any row carries, so that a
+    speck above or below a letter is not its top or its foot."""
+    profile = ink[:, columns].sum(axis=1)
+    if not profile.any():
+        return None
+    rows = np.flatnonzero(profile >= max(2, _STROKE_SHARE * profile.max()))
     return (int(rows[0]), int(rows[-1])) if rows.size else None
 
 
@@ -53,10 +60,9 @@ def line_unevenness(grey: np.ndarray, line: OcrLine) -> float | None:
     crop = grey[max(0, top) : bottom + 1, max(0, left) : right + 1]
     if crop.size == 0 or len(line.glyphs) < 2:
         return None
-    low, high = np.percentile(crop, (5, 95))
-    if high - low < 32:
+    ink = ink_of(crop)
+    if ink is None:
         return None
-    ink = crop < (low + high) / 2
     pitch = statistics.median(b.centre - a.centre for a, b in zip(line.glyphs, line.glyphs[1:]))
     half = max(1, round(_SLOT * pitch))
     bases, tops = [], []

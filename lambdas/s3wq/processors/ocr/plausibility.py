@@ -88,7 +88,8 @@ def _part_score(part: str) -> float:
             return 1.0  # BBC, NHS, PDF
         if len(letters) == 2:
             return 0.8 if part[0].isupper() else 0.4  # Mr, Dr, St; "rs"
-        return 0.6 if len(letters) <= 4 and ("r" in letters or "l" in letters) else 0.15  # Czech "prst", "Strč"; "tnrgh"
+        syllabic = re.search(r"[^rl][rl]", letters) is not None  # an r or l after a consonant: Czech "prst", "vlk", "Strč"
+        return 0.6 if len(letters) <= 4 and syllabic else 0.15  # "tnrgh", "lnv"
     if vowels == len(letters) and len(letters) >= 4:
         return 0.3  # "aeiou"
     if re.search(r"(.)\1\1", letters) and not re.fullmatch(r"[ivxlcdm]+", letters):
