@@ -73,7 +73,9 @@ def respaced(words: list[list[int]], glyphs: Sequence[Glyph], gaps: Sequence[flo
     zone = [
         (gap - letter_gap) / (word_gap - letter_gap) if gap >= _MIN_SPLIT_HEIGHTS * height else min(0.0, gap - letter_gap) for gap in gaps
     ]
-    return _split_runs(_joined(words, glyphs, zone), glyphs, zone)
+    # A space is narrower than the line's word gap only where the line has word gaps of its own beside it.
+    joined = _joined(words, glyphs, zone) if len(spaces) > _MIN_SPACES else words
+    return _split_runs(joined, glyphs, zone)
 
 
 def _joined(words: list[list[int]], glyphs: Sequence[Glyph], zone: Sequence[float]) -> list[list[int]]:
