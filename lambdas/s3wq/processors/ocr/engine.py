@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.metadata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,13 @@ from rapidocr import RapidOCR
 from rapidocr.inference_engine.base import FileInfo, InferSession
 
 from s3wq.errors import ProcessorNotFound
+from s3wq.processors.ocr.cleaning import clean_text, clean_words
+from s3wq.processors.ocr.layout.model import Box, Word
+from s3wq.processors.ocr.line_reading import OcrLine, lines_of, reread_worst
+from s3wq.processors.ocr.line_words import line_words
+from s3wq.processors.ocr.page_flags import page_flags
 from s3wq.processors.ocr.reading_order import printed_lines
+from s3wq.processors.ocr.settings import current_settings
 
 # Over RapidOCR's config.yaml, as bench/ocr.py measured them: one thread (a page is one
 # core's work; parallelism comes from more workers), onnxruntime's memory arena on (faster,
@@ -42,6 +48,9 @@ ENGINE_PARAMS: dict[str, Any] = {
     "Det.limit_side_len": 1280,
 }
 _TASKS = ("Det", "Cls", "Rec")
+# RapidOCR drops a line scoring below its text_score (0.5) before anyone sees it: the page is read with none, so that such a line can
+# be read again (line_reading.py), and what still scores below it is dropped after.
+_TEXT_SCORE = 0.5
 
 
 class ModelNotShipped(ProcessorNotFound):
@@ -49,11 +58,31 @@ class ModelNotShipped(ProcessorNotFound):
 
 
 @dataclass(frozen=True)
+class ReadLine:
+    """One line as the engine read it (again, where it first read as garbage), in points from the page's top-left."""
+
+    text: str
+    score: float
+    box: Box
+    reread: bool = False
+
+
+@dataclass(frozen=True)
 class PageReading:
-    """What the engine read on one page: its printed lines, top to bottom, and the mean confidence of its boxes (None: no box)."""
+    """What the engine read on one page.
+
+    ``lines``: its printed lines' text, in reading order (reading_order.py); ``confidence``: the mean score of its lines (None:
+    none read). ``words``: each word with its box in points, its size (its line's height) and confidence, cleaned of other
+    scripts; ``read_lines``: each line's text, score and box, as the engine gave them; the flags, for a page read poorly.
+    """
 
     lines: list[str]
     confidence: float | None
+    words: list[Word] = field(default_factory=list)
+    read_lines: list[ReadLine] = field(default_factory=list)
+    low_confidence: bool = False
+    handwriting: bool = False
+    unevenness: float | None = None  # how unevenly its letters stand, in line heights (page_flags.py); None: too few measured
 
 
 def _shipped_model(config: Any, task: str) -> Path:
@@ -105,18 +134,63 @@ class PageNotRead(Exception):
     """The engine failed on one page (RapidOCR's ResizeImgError for a strip too thin to detect on, say): that page's error, not the group's."""
 
 
-def read_page(pixels: np.ndarray) -> PageReading:
-    """OCR one page, an 8-bit grey (H, W) or RGB (H, W, 3) array; raise PageNotRead, in one line, where the engine fails on it."""
+def _recognised(pixels: np.ndarray) -> Any:
+    """RapidOCR's reading of a page with each character's box; raise PageNotRead, in one line, where the engine fails on it."""
     engine = load_engine()  # outside the try: a model that cannot load is no page's fault
     try:
-        result = engine(pixels)
+        # Every option is given each time: RapidOCR keeps what a call set (a line's second reading sets use_det=False).
+        return engine(pixels, use_det=True, use_cls=True, use_rec=True, return_word_box=True, return_single_char_box=True, text_score=0.0)
     except MemoryError:
         raise  # the process is short of memory: the attempt fails and is retried, as for any other group
     except Exception as exc:  # whatever the engine raises on one page's pixels
         message = " ".join(str(exc).split())
         raise PageNotRead(f"OCR failed: {type(exc).__name__}: {message}" if message else f"OCR failed: {type(exc).__name__}") from exc
-    scores = [float(s) for s in (result.scores or ())]
+
+
+def _grey(pixels: np.ndarray) -> np.ndarray:
+    return pixels if pixels.ndim == 2 else cv2.cvtColor(pixels, cv2.COLOR_RGB2GRAY)
+
+
+def read_page(pixels: np.ndarray, dpi: float, origin: tuple[float, float] = (0.0, 0.0)) -> PageReading:
+    """OCR one page, an 8-bit grey (H, W) or RGB (H, W, 3) array rendered at ``dpi``, whose top-left lies at ``origin`` (points) on
+    the page; raise PageNotRead, in one line, where the engine fails on it."""
+    result = _recognised(pixels)
+    grey = _grey(pixels)
+    lines = [line for line in reread_worst(load_engine(), grey, lines_of(result)) if line.score >= _TEXT_SCORE]
+    scripts = current_settings().scripts
+    words: list[Word] = []
+    spaced: list[OcrLine] = []
+    for line in lines:
+        respaced, line_words_ = line_words(grey, line, dpi, origin)
+        spaced.append(respaced)
+        words += clean_words(line_words_, scripts)
+    flags = page_flags(grey, lines)
+    scale = 72.0 / dpi
+    texts = [clean_text(line.text, scripts) for line in spaced]
     return PageReading(
-        lines=[line for line in printed_lines(result.boxes, result.txts) if line.strip()],
-        confidence=round(sum(scores) / len(scores), 4) if scores else None,
+        lines=[text for text in printed_lines([_quad(line.box) for line in spaced], texts) if text.strip()],
+        confidence=flags.confidence,
+        words=words,
+        read_lines=[
+            ReadLine(
+                text=text,
+                score=round(line.score, 4),
+                box=Box(
+                    origin[0] + line.box[0] * scale,
+                    origin[1] + line.box[1] * scale,
+                    origin[0] + line.box[2] * scale,
+                    origin[1] + line.box[3] * scale,
+                ),
+                reread=line.reread,
+            )
+            for line, text in zip(spaced, texts)
+        ],
+        low_confidence=flags.low_confidence,
+        handwriting=flags.handwriting,
+        unevenness=flags.unevenness,
     )
+
+
+def _quad(box: tuple[float, float, float, float]) -> list[tuple[float, float]]:
+    left, top, right, bottom = box
+    return [(left, top), (right, top), (right, bottom), (left, bottom)]

@@ -65,7 +65,7 @@ class Reading:
         else:
             entry = {"page": page.number, "method": OCR, "confidence": None, "dpi": page.dpi}
             try:
-                reading = read_page(page.pixels)
+                reading = read_page(page.pixels, page.dpi or 72.0)  # an image of unknown dpi: a pixel a point
             except PageNotRead as exc:
                 # This page's error; the input's other pages, and the group's other inputs, are still read.
                 self.problems.append(f"page {page.number}: {exc}")
