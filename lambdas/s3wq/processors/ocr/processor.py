@@ -27,54 +27,40 @@ from s3wq.errors import InputNotFound
 from s3wq.model import Group
 from s3wq.processors.builtins import ExtractionFailed, content_type_of, pages_named, text_of
 from s3wq.processors.context import ProcessorContext
-from s3wq.processors.ocr.decoding import IMAGE_TYPES, BlankPage, Decoder, LayerPage, OutOfTime, Page, sniffed_image_type
-from s3wq.processors.ocr.engine import PageNotRead, load_engine, read_page
-from s3wq.processors.ocr.settings import ENV_MAX_PAGES, current_settings
+from s3wq.processors.ocr.cleaning import clean_text
+from s3wq.processors.ocr.decoding import IMAGE_TYPES, Decoder, OutOfTime, sniffed_image_type
+from s3wq.processors.ocr.engine import load_engine
+from s3wq.processors.ocr.layout.document import read_document as lay_out
+from s3wq.processors.ocr.layout.model import PageWords, Source
+from s3wq.processors.ocr.pages import PageRead, PageReader
+from s3wq.processors.ocr.record import document_fields, processor_account
+from s3wq.processors.ocr.settings import ENV_MAX_PAGES, OcrSettings, current_settings
 from s3wq.processors.ocr.time_shares import Share, TimeShares, not_opened, not_reached, stopped
 
-TEXT_LAYER = "text_layer"
-OCR = "ocr"
-BLANK = "blank"
-# A scan often carries a few characters of text layer, a Bates number, a page number or a
-# scanner's watermark, over an image of the whole page: a text layer shorter than this (in
-# characters that are not spaces) on such a page is taken for a stamp, and the page is OCR'd.
-# A searchable scan's text layer (the whole page's print) is hundreds of characters.
-STAMP_CHARACTERS = 50
+# A page that gave no words still has its place (and its span) in the document: a letter page's size in points.
+_UNKNOWN_PAGE_SIZE = (612.0, 792.0)
 
 
 @dataclass
 class Reading:
-    """What one input of ``count`` pages gave, page by page: the text, each page's account, the pages with no text, and why it fell short."""
+    """What one input of ``count`` pages gave, page by page: each page read, the pages with no text, and why it fell short."""
 
-    texts: list[str] = field(default_factory=list)
-    pages: list[dict[str, Any]] = field(default_factory=list)
+    pages: list[PageRead] = field(default_factory=list)
+    plain_text: str | None = None  # a text file's text, as `text` gives it
     empty: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     count: int = 0
     stop: str | None = None  # why it was read no further (its share of the run's time ran out), said first
 
-    def add(self, page: Page, started: float) -> None:
-        """Read ``page`` (OCR it if it is scanned) and account for it, timed from ``started``."""
-        if isinstance(page, LayerPage):
-            self.texts.append(page.text)
-            entry = {"page": page.number, "method": TEXT_LAYER, "confidence": None, "dpi": None}
-        elif isinstance(page, BlankPage):
-            # Nothing to OCR: the engine would take a second to find nothing; the page counts among those with no text.
-            self.empty.append(page.number)
-            entry = {"page": page.number, "method": BLANK, "confidence": None, "dpi": page.dpi}
-        else:
-            entry = {"page": page.number, "method": OCR, "confidence": None, "dpi": page.dpi}
-            try:
-                reading = read_page(page.pixels, page.dpi or 72.0)  # an image of unknown dpi: a pixel a point
-            except PageNotRead as exc:
-                # This page's error; the input's other pages, and the group's other inputs, are still read.
-                self.problems.append(f"page {page.number}: {exc}")
-            else:
-                self.texts.append("\n".join(reading.lines))
-                if not reading.lines:
-                    self.empty.append(page.number)
-                entry["confidence"] = reading.confidence
-        self.pages.append({**entry, "seconds": round(time.perf_counter() - started, 3)})
+    def add(self, read: PageRead, started: float) -> None:
+        """Account for one page read, timed from ``started``."""
+        if read.problem:
+            # This page's error; the input's other pages, and the group's other inputs, are still read.
+            self.problems.append(read.problem)
+        elif read.empty:
+            self.empty.append(read.number)
+        read.entry["seconds"] = round(time.perf_counter() - started, 3)
+        self.pages.append(read)
 
     def error(self) -> str | None:
         """The input error, or None when every page gave text."""
@@ -84,6 +70,13 @@ class Reading:
         if self.stop:
             found.insert(0, self.stop)
         return "; ".join(found) or None
+
+    def fields(self, settings: OcrSettings) -> dict[str, Any]:
+        """The record's text, Markdown and page offsets, from the pages' words laid out as one document."""
+        if self.plain_text is not None:
+            return {"text": clean_text(self.plain_text, settings.scripts) or None}
+        words = [read.words or PageWords(read.number, *_UNKNOWN_PAGE_SIZE, (), Source.OCR) for read in self.pages]
+        return document_fields(lay_out(words), [read.entry for read in self.pages])
 
 
 def prepare() -> None:
@@ -97,28 +90,21 @@ def prepare() -> None:
 def _read_pages(decoder: Decoder, reading: Reading, shares: TimeShares, share: Share) -> None:
     """The open input's pages, up to the page cap, while ``share`` holds another page."""
     count, settings = reading.count, decoder.settings
+    reader = PageReader(decoder, settings)
     for index in range(min(count, settings.max_pages)):
         if not shares.page_fits(share):
             reading.stop = stopped(index, count, share)
             return
         started = time.perf_counter()
         try:
-            page = decoder.page(index, until=share.until)
-            if isinstance(page, LayerPage) and not _text_layer_taken(page):
-                page = decoder.render(index, until=share.until)
+            read = reader.read(index, until=share.until)
         except OutOfTime:
             reading.stop = stopped(index, count, share, decoding=index + 1)
             return
-        reading.add(page, started)
+        reading.add(read, started)
         shares.page_took(time.perf_counter() - started)
     if count > settings.max_pages:
         reading.problems.append(f"{count} pages, more than {ENV_MAX_PAGES}={settings.max_pages}: the first {settings.max_pages} read")
-
-
-def _text_layer_taken(page: LayerPage) -> bool:
-    """Whether ``page``'s text layer is read as its text: it holds some, and is not a stamp over a scan."""
-    chars = page.facts.chars
-    return chars > 0 and not (chars < STAMP_CHARACTERS and page.facts.scanned)
 
 
 def read_document(data: bytes, content_type: str, reading: Reading, decoder: Decoder, shares: TimeShares, share: Share) -> None:
@@ -129,7 +115,7 @@ def read_document(data: bytes, content_type: str, reading: Reading, decoder: Dec
         kind = "image"
     elif content_type.startswith("text/") or content_type == "application/json":
         # A folder of scans often holds a note or a listing beside them: its text, as `text` gives it, with no pages.
-        reading.texts.append(text_of(data))
+        reading.plain_text = text_of(data)
         return
     else:
         raise ExtractionFailed(f"unsupported content type {content_type}: the ocr processor reads PDFs, PNG, JPEG, TIFF and text files")
@@ -155,15 +141,20 @@ def _record(group: Group, position: int, ctx: ProcessorContext, decoder: Decoder
         return {**record, "metadata": {}, "error": str(exc)}
     content_type = sniffed_image_type(data) or content_type_of(path, data)
     reading = Reading()
-    metadata = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "content_type": content_type, "pages": reading.pages}
     try:
         read_document(data, content_type, reading, decoder, shares, share)
         error = reading.error()
     except ExtractionFailed as exc:
         # Why it stopped, then what the pages before it gave.
         error = "; ".join([str(exc), *filter(None, [reading.error()])])
-    if reading.texts:
-        record["text"] = "\n".join(reading.texts)
+    record.update(reading.fields(decoder.settings))
+    metadata = {
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "content_type": content_type,
+        "pages": [read.entry for read in reading.pages],
+        "processor": processor_account(decoder.settings),
+    }
     if error:
         # Not an empty success: status counts it, and the record says why text is missing.
         ctx.record_input_error(path, error)
