@@ -83,6 +83,9 @@ def speed(run: SystemRun, documents: list[Document], throughput_pages: int) -> d
     scan_pages = sum(pages[kind] for kind in scans)
     result = {
         "core_s_per_page_by_document_kind": per_kind,
+        "wall_s_per_page_by_document_kind": {
+            kind: round(run.wall_seconds[kind] / count, 3) for kind, count in pages.items() if kind in run.wall_seconds
+        },
         "core_s_per_scanned_page": round(sum(run.core_seconds[kind] for kind in scans) / scan_pages, 3) if scan_pages else None,
         "scanned_pages": scan_pages,
     }
