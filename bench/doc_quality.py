@@ -9,7 +9,9 @@ kind; its speed (core-seconds per page of each kind, per image-only scanned
 page, and text-layer pages per core-second on a long born-digital PDF); and
 issue #29's targets, judged for "after":
 
-* at least 1.6 times Tesseract's pass rate on the same tests;
+* at least 1.6 times Tesseract's pass rate on the same tests, judged both
+  on every test pooled and on the mean of the four test kinds' rates (as
+  olmOCR-bench averages its categories);
 * the furniture-absent tests and the table tests each above 50 %;
 * at most 3 core-seconds per scanned (image-only) page;
 * at least 50 text-layer pages per core-second.
@@ -68,8 +70,11 @@ def score(documents: list[Document], outputs: dict[str, str]) -> dict:
                 failed.append(test.id)
     total = sum(t for _, t in by_test.values())
     passed_all = sum(p for p, _ in by_test.values())
+    kinds = [passed / tests for passed, tests in by_test.values() if tests]
     return {
         **rate(passed_all, total),
+        # Each kind of test weighs the same whatever its count, as olmOCR-bench averages its categories.
+        "mean_of_test_kinds": round(sum(kinds) / len(kinds), 4) if kinds else None,
         "by_test_kind": {kind: rate(*counts) for kind, counts in by_test.items()},
         "by_document_kind": {kind: rate(*counts) for kind, counts in by_document.items()},
         "failed_tests": failed,
@@ -112,12 +117,32 @@ def judged(name: str, measured: float | None, limit: float, *, at_most: bool, un
     return {**verdict, "met": bool(verdict["met"])}
 
 
+def ratio(after: float | None, tesseract: float | None) -> float | None:
+    return round(after / tesseract, 3) if after is not None and tesseract else None
+
+
 def targets(after: dict, tesseract: dict) -> list[dict]:
-    ratio = None
-    if after["pass_rate"] is not None and tesseract["pass_rate"]:
-        ratio = round(after["pass_rate"] / tesseract["pass_rate"], 3)
+    """Issue #29's targets for "after"; the pass-rate ratio twice: every test pooled, and the mean of the test kinds' rates.
+
+    Pooled, the ratio leans on the kinds with the most tests (present,
+    order), which Tesseract mostly passes on clean pages; the mean weighs the
+    furniture and table tests as much, as olmOCR-bench's overall score does.
+    """
     return [
-        judged("pass rate over Tesseract's (after)", ratio, PASS_RATIO_TARGET, at_most=False, unit="x"),
+        judged(
+            "pass rate over Tesseract's, all tests pooled (after)",
+            ratio(after["pass_rate"], tesseract["pass_rate"]),
+            PASS_RATIO_TARGET,
+            at_most=False,
+            unit="x",
+        ),
+        judged(
+            "pass rate over Tesseract's, mean of the test kinds (after)",
+            ratio(after["mean_of_test_kinds"], tesseract["mean_of_test_kinds"]),
+            PASS_RATIO_TARGET,
+            at_most=False,
+            unit="x",
+        ),
         judged("furniture-absent tests passed (after)", after["by_test_kind"]["absent"]["pass_rate"], PASS_SHARE_TARGET, at_most=False),
         judged("table tests passed (after)", after["by_test_kind"]["table"]["pass_rate"], PASS_SHARE_TARGET, at_most=False),
         judged(
@@ -169,7 +194,7 @@ def table_rows(systems: dict[str, dict]) -> list[list]:
     """One row per test kind and per document kind, a pass rate per system."""
     names = list(systems)
     first = systems[names[0]]
-    rows = [["all", *(systems[n]["pass_rate"] for n in names)]]
+    rows = [["all", *(systems[n]["pass_rate"] for n in names)], ["mean of test kinds", *(systems[n]["mean_of_test_kinds"] for n in names)]]
     rows += [[f"test: {k}", *(systems[n]["by_test_kind"][k]["pass_rate"] for n in names)] for k in first["by_test_kind"]]
     rows += [[f"doc: {k}", *(systems[n]["by_document_kind"][k]["pass_rate"] for n in names)] for k in first["by_document_kind"]]
     return rows
