@@ -160,11 +160,13 @@ class Flow:
         if self.y + height > self.bottom():
             self.next_column()
 
-    def note(self, block: int, kind: FragmentKind, text: str, table: Table | None = None) -> None:
-        key = (block, self.page)
+    def note(self, block: int, kind: FragmentKind, text: str, table: Table | None = None, page: int | None = None) -> None:
+        """Add ``text`` to block ``block``'s fragment on ``page`` (the cursor's by default)."""
+        page = self.page if page is None else page
+        key = (block, page)
         if key not in self.texts:
             self.texts[key] = []
-            self.order.append((block, self.page, kind, table))
+            self.order.append((block, page, kind, table))
         self.texts[key].append(text)
 
     def line(self, block: int, kind: FragmentKind, text: str, font: str, size: float, indent: float = 0.0, marker: str = "") -> None:
@@ -261,8 +263,7 @@ def place_sidebar(flow: Flow, index: int, sidebar: Sidebar) -> None:
     for text, font, size in [*((t, flow.bold, BODY_SIZE) for t in titles), *((t, flow.regular, BODY_SIZE - 1) for t in lines)]:
         page.runs.append(Run(x + 8, y + size, font, size, text))
         y += size * LEADING
-    flow.page = flow.sidebar_page
-    flow.note(index, FragmentKind.SIDEBAR, " ".join([*titles, *lines]))
+    flow.note(index, FragmentKind.SIDEBAR, " ".join([*titles, *lines]), page=flow.sidebar_page)
 
 
 def place_furniture(laid: list[PageDrawing], furniture: Furniture, font: str) -> None:
