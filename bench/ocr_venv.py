@@ -1,9 +1,11 @@
 """The OCR venv, ``.venv-ocr/`` at the repository root: s3wq with its ``ocr`` extra at the tested versions, never in ``.venv/``.
 
 ``make ocr-venv`` (or ``python3 bench/ocr_venv.py``) builds it; the OCR
-tests (tests/ocr/) and ``bench/ocr.py`` use it. pip installs
-requirements.txt and requirements-ocr.txt (the exact pins the worker image
-installs too), then s3wq itself from this checkout (``--no-deps -e .``), so
+tests (tests/ocr/), ``bench/ocr.py`` and ``bench/doc_quality.py`` use it.
+pip installs requirements.txt and requirements-ocr.txt (the exact pins the
+worker image installs too) and requirements-bench.txt (what only the
+benchmarks need: reportlab, which draws the document corpus), then s3wq
+itself from this checkout (``--no-deps -e .``), so
 ``.venv-ocr/bin/s3wq work WS --processor ocr`` runs. It is rebuilt only when
 those files or the Python version change (a stamp records them), and builds
 take turns under a file lock, so pytest-xdist's workers build it once.
@@ -21,7 +23,8 @@ from pathlib import Path
 # The one place bench/ computes the repository root: common.py takes it from here, as this module imports no sibling.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OCR_VENV = REPO_ROOT / ".venv-ocr"
-REQUIREMENTS = (REPO_ROOT / "requirements.txt", REPO_ROOT / "requirements-ocr.txt")
+# requirements-bench.txt: what only the document-quality benchmark needs (reportlab, to draw its corpus), beside the extra.
+REQUIREMENTS = (REPO_ROOT / "requirements.txt", REPO_ROOT / "requirements-ocr.txt", REPO_ROOT / "requirements-bench.txt")
 PIP_TIMEOUT_SECONDS = 900
 
 

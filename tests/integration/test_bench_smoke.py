@@ -53,7 +53,18 @@ def contention_json(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize(
     "script",
-    ["contention.py", "populate.py", "start.py", "coldstart.py", "cost.py", "olmocr_memory.py", "status_scale.py", "host_overhead.py"],
+    [
+        "contention.py",
+        "populate.py",
+        "start.py",
+        "coldstart.py",
+        "cost.py",
+        "olmocr_memory.py",
+        "status_scale.py",
+        "host_overhead.py",
+        "doc_quality.py",
+        "doc_corpus.py",
+    ],
 )
 def test_every_benchmark_has_help_with_an_example(script):
     done = subprocess.run([sys.executable, str(BENCH_DIR / script), "--help"], capture_output=True, text=True, timeout=60, check=False)
