@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import cv2
@@ -42,14 +42,39 @@ class OcrLine:
     box: tuple[float, float, float, float]
     glyphs: tuple[Glyph, ...]
     reread: bool = False
+    # The detector's quadrilateral, as its top edge's left end, its slope and the line's thickness across it: on a
+    # skewed scan the box around a line is taller than its print by its width times the slope, and a word's box
+    # is only its stretch of the line's band.
+    top_left: tuple[float, float] = (0.0, 0.0)
+    slope: float = 0.0
+    thickness: float | None = None
 
     @property
     def height(self) -> float:
-        return self.box[3] - self.box[1]
+        return self.thickness if self.thickness is not None else self.box[3] - self.box[1]
+
+    def band(self, left: float, right: float) -> tuple[float, float]:
+        """The top and bottom of the line's band over ``left`` to ``right`` (page pixels)."""
+        if self.thickness is None:
+            return self.box[1], self.box[3]
+        x, y = self.top_left
+        tops = (y + self.slope * (left - x), y + self.slope * (right - x))
+        return max(self.box[1], min(tops)), min(self.box[3], max(tops) + self.thickness)
 
     @property
     def quality(self) -> float:
         return plausibility(self.text) * self.score
+
+
+def _slant(points: np.ndarray) -> dict[str, Any]:
+    """A quadrilateral's top-left corner, top edge's slope and thickness (its order: top-left, top-right, bottom-right, bottom-left)."""
+    if points.shape != (4, 2) or points[1, 0] - points[0, 0] <= 0:
+        return {}
+    slope = float((points[1, 1] - points[0, 1]) / (points[1, 0] - points[0, 0]))
+    thickness = float(((points[3, 1] - points[0, 1]) + (points[2, 1] - points[1, 1])) / 2)
+    if thickness <= 0:
+        return {}
+    return {"top_left": (float(points[0, 0]), float(points[0, 1])), "slope": slope, "thickness": thickness}
 
 
 def _evenly(text: str, box: tuple[float, float, float, float], confidence: float) -> tuple[Glyph, ...]:
@@ -73,7 +98,7 @@ def lines_of(result: Any) -> list[OcrLine]:
         glyphs = tuple(Glyph(str(c), float(s), (float(b[0][0]) + float(b[1][0])) / 2) for c, s, b in chars)
         if [g.text for g in glyphs] != [c for c in text if not c.isspace()]:
             glyphs = _evenly(text, box, float(score))
-        lines.append(OcrLine(text=text, score=float(score), box=box, glyphs=glyphs))
+        lines.append(OcrLine(text=text, score=float(score), box=box, glyphs=glyphs, **_slant(points)))
     return lines
 
 
@@ -106,7 +131,7 @@ def reread(engine: Any, grey: np.ndarray, line: OcrLine) -> OcrLine:
         glyphs = tuple(Glyph(c, float(p), left + (col + 0.5) * column) for c, p, col in zip(chars, confs, cols))
     if [g.text for g in glyphs] != [c for c in text if not c.isspace()]:
         glyphs = _evenly(text, line.box, score)
-    second = OcrLine(text=text, score=score, box=line.box, glyphs=glyphs, reread=True)
+    second = replace(line, text=text, score=score, glyphs=glyphs, reread=True)
     # A few characters can read as plausible where the line held many ("0em" for "Dear Mr Whitfield,"): not a better reading.
     keeps_the_line = len(second.glyphs) >= _KEPT_SHARE * len(line.glyphs)
     return second if keeps_the_line and second.quality > line.quality + _BETTER_BY else line

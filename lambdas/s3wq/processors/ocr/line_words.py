@@ -91,14 +91,15 @@ def line_words(grey: np.ndarray, line: OcrLine, dpi: float, origin: tuple[float,
         if number + 1 < len(groups):
             end = min(end, centres[groups[number + 1][0]])
         extent = ink_extent(blank, left, max(start, line.box[0]), min(end, line.box[2])) or (start, end)
+        top, bottom = line.band(extent[0], extent[1])
         words.append(
             Word(
                 text="".join(line.glyphs[i].text for i in group),
                 box=Box(
                     origin[0] + extent[0] * scale,
-                    origin[1] + line.box[1] * scale,
+                    origin[1] + top * scale,
                     origin[0] + extent[1] * scale,
-                    origin[1] + line.box[3] * scale,
+                    origin[1] + bottom * scale,
                 ),
                 size=round(line.height * scale, 2),
                 confidence=round(statistics.fmean(line.glyphs[i].confidence for i in group), 4),

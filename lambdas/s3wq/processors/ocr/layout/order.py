@@ -34,7 +34,11 @@ from s3wq.processors.ocr.layout.model import Box, Line
 from s3wq.processors.ocr.layout.tables import Table
 
 GUTTER_EMS = 1.0
-COLUMN_EMS = 10.0
+# Tables are found before order (tables.py), so a column of figures rarely reaches here: a column is
+# judged by its fill and its rows; a sidebar of short lines beside the body is 6 ems or more.
+COLUMN_EMS = 6.0
+# An OCR line's box holds its ascenders and descenders and the detector's margin: about 1.4 times its type size.
+OCR_BOX_PER_EM = 1.4
 _MIN_FILL = 0.5
 _FILL_FROM = 3  # a column of fewer lines is not judged by its fill
 _EQUAL_WIDTHS = 0.75  # columns of text are this near one width
@@ -57,7 +61,7 @@ class Placed:
         """The type size to compare lines by: a text layer's font size; for OCR (whose words' sizes are their boxes'
         heights, which vary with their letters) the height of the whole line's upright box."""
         if isinstance(self.content, Line):
-            return self.content.size if self.content.words[0].confidence is None else self.box.height
+            return self.content.size if self.content.words[0].confidence is None else self.box.height / OCR_BOX_PER_EM
         return self.box.height
 
 
