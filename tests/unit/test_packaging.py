@@ -38,6 +38,8 @@ def third_party_imports(root: Path, *, outside: Path) -> dict[str, set[str]]:
     for path in sorted(root.rglob("*.py")):
         if path.is_relative_to(outside):
             continue
+        # A script run by path (the ocr decoder) has its own folder on sys.path: its neighbours import as top-level modules.
+        neighbours = {sibling.stem for sibling in path.parent.glob("*.py")}
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -45,7 +47,7 @@ def third_party_imports(root: Path, *, outside: Path) -> dict[str, set[str]]:
                 names = [node.module]
             else:
                 continue
-            for top in {name.split(".")[0] for name in names} - set(sys.stdlib_module_names) - {"s3wq"}:
+            for top in {name.split(".")[0] for name in names} - set(sys.stdlib_module_names) - {"s3wq"} - neighbours:
                 found.setdefault(top, set()).add(path.relative_to(root).as_posix())
     return found
 

@@ -221,16 +221,10 @@ def _add_work(sub) -> None:
 
 def _add_ocr_arguments(p: argparse.ArgumentParser) -> None:
     """The ocr processor's routing and scripts, as S3WQ_OCR_MODE and S3WQ_OCR_LANG set them (the flag wins over the variable)."""
+    modes = "auto (default) judges a page's text layer and OCRs it where it does not read as text; force OCRs every page"
+    p.add_argument("--ocr-mode", choices=[m.value for m in OcrMode], help=f"with --processor ocr: {modes}; text-layer takes any layer")
     p.add_argument(
-        "--ocr-mode",
-        choices=[mode.value for mode in OcrMode],
-        help="with --processor ocr: auto (default) judges a page's text layer and OCRs it where it does not read as text; "
-        "force OCRs every page; text-layer takes any layer as it is (S3WQ_OCR_MODE)",
-    )
-    p.add_argument(
-        "--ocr-lang",
-        metavar="LANGS",
-        help="with --processor ocr: languages or scripts to keep, e.g. en,fr or latin,greek (default en; S3WQ_OCR_LANG)",
+        "--ocr-lang", metavar="LANGS", help="with --processor ocr: languages or scripts kept, e.g. en,fr or latin,greek (default en)"
     )
 
 
