@@ -141,7 +141,7 @@ def reading(image: Image.Image, origin: tuple[float, float] = (0.0, 0.0)) -> dic
     seconds = time.process_time() - started
     return {
         "seconds": round(seconds, 3),
-        "lines": read.lines,
+        "lines": [line.text for line in read.read_lines if line.text.strip()],  # the engine's order: each test page is one column
         "confidence": read.confidence,
         "low_confidence": read.low_confidence,
         "handwriting": read.handwriting,

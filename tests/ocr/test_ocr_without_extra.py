@@ -1,18 +1,15 @@
 """Without the ocr extra (the main venv, as ``make install`` leaves it), ``--processor ocr`` says how to install it, and nothing runs.
 
-Also the pure parts of the processor, which import without the extra: its settings and its reading order.
+Also the pure parts of the processor, which import without the extra: its settings and its time shares.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import random
-import statistics
 
 import pytest
 from support import run_cli
 
-from s3wq.processors.ocr.reading_order import printed_lines
 from s3wq.processors.ocr.settings import DEFAULT_DPI, DEFAULT_MAX_DECODE_MB, BadOcrSetting, OcrSettings
 from s3wq.processors.ocr.time_shares import TimeShares, stopped
 
@@ -118,94 +115,3 @@ def test_a_page_starts_only_while_the_share_holds_one_as_long_as_the_longest_so_
     assert stopped(138, 100_000, share) == (
         "stopped after 138 of 100000 pages: its share of the run's time (18 s) ran out; use smaller groups or a longer run"
     )
-
-
-def box(left: float, top: float, width: float = 100, height: float = 20) -> list[list[float]]:
-    return [[left, top], [left + width, top], [left + width, top + height], [left, top + height]]
-
-
-def test_boxes_read_as_printed_lines_top_to_bottom_left_to_right():
-    # The engine returns boxes in its own order; one printed line may come as several boxes at slightly different heights.
-    boxes = [box(300, 52), box(10, 100), box(10, 50), box(160, 48), box(200, 101)]
-    texts = ["c", "second line", "a", "b", "more"]
-
-    assert printed_lines(boxes, texts) == ["a b c", "second line more"]
-    assert printed_lines(None, None) == []
-
-
-def test_two_columns_read_column_by_column_with_a_heading_over_both_in_its_place():
-    heading = [box(10, 10, width=900)]
-    left = [box(10, 60 + 30 * n, width=400) for n in range(4)]
-    right = [box(500, 60 + 30 * n, width=380) for n in range(4)]
-    footer = [box(10, 200, width=900)]
-    texts = ["Heading", *(f"left {n}" for n in range(4)), *(f"right {n}" for n in range(4)), "Footer"]
-
-    lines = printed_lines(heading + left + right + footer, texts)
-
-    assert lines == ["Heading", *(f"left {n}" for n in range(4)), *(f"right {n}" for n in range(4)), "Footer"]
-
-
-def test_a_table_with_a_narrow_column_of_figures_keeps_its_rows():
-    # Labels on the left, amounts far to the right: a gutter, but the right side is no column of text.
-    labels = [box(10, 10 + 30 * n, width=300) for n in range(5)]
-    amounts = [box(800, 10 + 30 * n, width=60) for n in range(5)]
-
-    lines = printed_lines(labels + amounts, [f"item {n}" for n in range(5)] + [f"{n}0" for n in range(5)])
-
-    assert lines == [f"item {n} {n}0" for n in range(5)]
-
-
-def _gutter_by_brute_force(pieces):
-    """The gutter as the first version found it, box by box for every candidate edge (cubic): the reference for the sweep."""
-    from s3wq.processors.ocr import reading_order as ro
-
-    if len(pieces) < 2 * ro._MIN_COLUMN_BOXES:
-        return None
-    start, end = min(p.left for p in pieces), max(p.right for p in pieces)
-    width, line_height = end - start, statistics.median(p.height for p in pieces)
-    low, high = start + ro._GUTTER_ZONE[0] * width, start + ro._GUTTER_ZONE[1] * width
-    best = None
-    for x in sorted({p.right for p in pieces if low <= p.right <= high} | {low}):
-        crossing = [p for p in pieces if p.left < x + ro._GUTTER_LINE_HEIGHTS * line_height and p.right > x]
-        if len(crossing) <= max(ro._CROSSING_FEW, ro._CROSSING_SHARE * len(pieces)):
-            gap_end = min((p.left for p in pieces if p.left >= x and p not in crossing), default=end)
-            if best is None or gap_end - x > best[1] - best[0]:
-                best = (x, gap_end)
-    if best is None or best[1] - best[0] < ro._GUTTER_LINE_HEIGHTS * line_height:
-        return None
-    gutter = (best[0] + best[1]) / 2
-    return gutter if ro._columns_of_text(pieces, gutter, start, end) else None
-
-
-def _random_boxes(rng: random.Random, count: int, grid: int) -> list[list[list[float]]]:
-    # Edges on a coarse grid, so that boxes share edges, touch, and some have no width or height: the edge cases of the sweep.
-    boxes = []
-    for _ in range(count):
-        left, top = rng.randrange(0, 100) * grid, rng.randrange(0, 200) * grid
-        boxes.append(box(left, top, width=rng.choice([0, grid, 5 * grid, 40 * grid]), height=rng.choice([0, grid, 2 * grid])))
-    return boxes
-
-
-def test_the_gutter_is_the_one_box_by_box_search_finds():
-    from s3wq.processors.ocr.reading_order import Piece, _gutter
-
-    rng = random.Random(21)
-    for trial in range(400):
-        pieces = [Piece.of(b, "") for b in _random_boxes(rng, rng.randrange(6, 40), rng.choice([1, 10]))]
-        if trial % 2:  # two columns with a gap between them, and a few boxes across it
-            pieces += [Piece.of(box(10, 30 * n, width=400), "") for n in range(5)] + [
-                Piece.of(box(600, 30 * n, width=380), "") for n in range(5)
-            ]
-        assert _gutter(pieces) == _gutter_by_brute_force(pieces)
-
-
-@pytest.mark.timeout(60)
-def test_a_page_of_thousands_of_words_is_ordered_in_well_under_a_minute():
-    # Word-sized boxes all over the page: every right edge in the middle is a candidate gap that few boxes cross.
-    # The box-by-box search compared each box with each crossing box at each edge (cubic: 13 s for 2000, ~100 s for 4000); the sweep takes milliseconds.
-    rng = random.Random(7)
-    boxes = [box(rng.uniform(0, 1000), rng.uniform(0, 8000), width=20, height=20) for _ in range(4000)]
-
-    lines = printed_lines(boxes, [str(n) for n in range(len(boxes))])
-
-    assert sorted(word for line in lines for word in line.split()) == sorted(str(n) for n in range(len(boxes)))

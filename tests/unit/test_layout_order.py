@@ -132,3 +132,22 @@ def test_an_ocr_scan_whose_boxes_hug_the_ink_reads_its_heading_then_its_columns_
     assert [(b.kind, b.text.split()[-1]) for b in layout.blocks] == [(BlockKind.HEADING, "Study")] + [
         (BlockKind.PARAGRAPH, f"{side}{n}.") for side in ("left", "right") for n in range(3)
     ]
+
+
+@pytest.mark.timeout(60)
+def test_a_page_of_thousands_of_scattered_words_is_ordered_in_well_under_a_minute_and_none_is_lost() -> None:
+    # Word-sized boxes all over the page, each in a cell of its own (so no two run together), in no order: every gap between them
+    # is a candidate gutter. A search that compared each word with each other at each candidate edge would be cubic (minutes for
+    # 4000); the page must still be read, and every word kept.
+    rng = random.Random(7)
+    cells = rng.sample([(column, row) for column in range(20) for row in range(200)], 4000)
+    words = [
+        w
+        for n, (column, row) in enumerate(cells)
+        for w in line_words(f"w{n}", 36 + 26 * column + rng.uniform(0, 6), 36 + 3.5 * row + rng.uniform(0, 0.5), size=2.0)
+    ]
+
+    layout = read_layout(page(words))
+
+    read = [word for block in layout.blocks for line in block.lines for word in line.text.split()]
+    assert sorted(read) == sorted(f"w{n}" for n in range(4000))

@@ -7,7 +7,8 @@ pages and Pillow reads the images. ``processor`` holds the function;
 ``decoder`` is the process, under a memory cap, that turns an input into
 pages one at a time, and ``decoding`` the processor's side of it;
 ``time_shares`` shares a run's time out among a group's inputs;
-``reading_order`` puts OCR lines in the order they are printed.
+``pages`` routes each page and ``layout`` reads its words in the order
+they are printed.
 
 This ``__init__`` imports nothing of the extra and changes nothing, so that
 ``layout``, ``settings`` and ``time_shares`` import anywhere (the command

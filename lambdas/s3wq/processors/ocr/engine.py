@@ -32,7 +32,6 @@ from s3wq.processors.ocr.layout.model import Box, Word
 from s3wq.processors.ocr.line_reading import OcrLine, lines_of, reread_worst
 from s3wq.processors.ocr.line_words import line_words
 from s3wq.processors.ocr.page_flags import page_flags
-from s3wq.processors.ocr.reading_order import printed_lines
 from s3wq.processors.ocr.settings import current_settings
 
 # Over RapidOCR's config.yaml, as bench/ocr.py measured them: one thread (a page is one
@@ -71,12 +70,11 @@ class ReadLine:
 class PageReading:
     """What the engine read on one page.
 
-    ``lines``: its printed lines' text, in reading order (reading_order.py); ``confidence``: the mean score of its lines (None:
-    none read). ``words``: each word with its box in points, its size (its line's height) and confidence, cleaned of other
-    scripts; ``read_lines``: each line's text, score and box, as the engine gave them; the flags, for a page read poorly.
+    ``confidence``: the mean score of its lines (None: none read). ``words``: each word with its box in points, its size (its
+    line's height) and confidence, cleaned of other scripts; ``read_lines``: each line's text, score and box, in the engine's
+    order (layout/ puts them in reading order); the flags, for a page read poorly.
     """
 
-    lines: list[str]
     confidence: float | None
     words: list[Word] = field(default_factory=list)
     read_lines: list[ReadLine] = field(default_factory=list)
@@ -168,7 +166,6 @@ def read_page(pixels: np.ndarray, dpi: float, origin: tuple[float, float] = (0.0
     scale = 72.0 / dpi
     texts = [clean_text(line.text, scripts) for line in spaced]
     return PageReading(
-        lines=[text for text in printed_lines([_quad(line.box) for line in spaced], texts) if text.strip()],
         confidence=flags.confidence,
         words=words,
         read_lines=[
@@ -189,8 +186,3 @@ def read_page(pixels: np.ndarray, dpi: float, origin: tuple[float, float] = (0.0
         handwriting=flags.handwriting,
         unevenness=flags.unevenness,
     )
-
-
-def _quad(box: tuple[float, float, float, float]) -> list[tuple[float, float]]:
-    left, top, right, bottom = box
-    return [(left, top), (right, top), (right, bottom), (left, bottom)]
