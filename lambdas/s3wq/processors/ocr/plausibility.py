@@ -15,6 +15,7 @@ scores as well as English.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import unicodedata
@@ -114,6 +115,7 @@ def _stripped(token: str) -> str:
     return token.lstrip(_EDGE_LEADING).rstrip(_EDGE_TRAILING)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a page's words repeat (the, of, and): each scored once
 def token_score(token: str) -> float:
     """How much one whitespace-separated token reads as a word, a number or a code (1) rather than garbage (0)."""
     if token in _LONE_MARKS:
