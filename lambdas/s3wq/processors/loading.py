@@ -17,6 +17,7 @@ BUILTIN_PROCESSORS: dict[str, Processor] = {"noop": noop, "text": text}
 # Built in, but needing an extra (name -> the extra): imported only when named, so that a plain install stays light.
 # Every such processor has a profile (profiles.py), so the profiles are the one list of them.
 EXTRA_PROCESSORS: dict[str, str] = {name: profile.extra for name, profile in PROCESSOR_PROFILES.items()}
+_EXTRA_MODULES = {name: profile.module or f"s3wq.processors.{name}.processor" for name, profile in PROCESSOR_PROFILES.items()}
 BUILTIN_NAMES = tuple(sorted({*BUILTIN_PROCESSORS, *EXTRA_PROCESSORS}))
 _SPEC_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -61,14 +62,14 @@ def _load_with_extra(name: str, extra: str) -> Processor:
     # machine's cores are used by more workers (s3wq work -j), which must not oversubscribe them.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
-        module = importlib.import_module(f"s3wq.processors.{name}.processor")
+        module = importlib.import_module(_EXTRA_MODULES[name])
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] == "s3wq":
             raise  # s3wq's own module missing is a broken install, not a missing extra
         raise ProcessorNotFound(f"the {name} processor needs its extra: pip install 's3wq[{extra}]'") from None
     except ImportError as exc:  # installed, but a compiled part will not load (a wheel for another platform)
         raise ProcessorNotFound(f"the {name} processor's extra is installed but cannot be imported: {exc}") from None
-    module.prepare()  # a bad setting or a model that would be downloaded fails here, before any group
+    module.prepare(name)  # a bad setting or a model that would be downloaded fails here, before any group
     return getattr(module, name)
 
 

@@ -29,6 +29,7 @@ class ProcessorProfile:
     )
     worker_memory_mb: int
     group_size: int
+    module: str = ""  # the module that defines the processor function (of the profile's name); "": s3wq.processors.<name>.processor
 
 
 PROCESSOR_PROFILES: dict[str, ProcessorProfile] = {
@@ -44,4 +45,14 @@ PROCESSOR_PROFILES: dict[str, ProcessorProfile] = {
     # same 240 s; longer ones are read as far as their share of the run goes, the rest
     # an input error (processors/ocr/time_shares.py), the group done.
     "ocr": ProcessorProfile(extra="ocr", requirements_file="requirements-ocr.txt", worker_memory_mb=1769, group_size=5),
+    # vlm and auto: the vlm extra is the ocr extra's packages (ocr's decoder opens and renders the pages; a page the model
+    # cannot read falls back to ocr's CPU path), so their worker installs the same pinned file. The worker waits on the
+    # model rather than computing; its memory is the ocr engine's, which a fallback page loads (and auto's CPU pages use).
+    # TODO(#30): measured figures for memory and group size.
+    "vlm": ProcessorProfile(
+        extra="vlm", requirements_file="requirements-ocr.txt", worker_memory_mb=1769, group_size=5, module="s3wq.processors.vlm.processor"
+    ),
+    "auto": ProcessorProfile(
+        extra="vlm", requirements_file="requirements-ocr.txt", worker_memory_mb=1769, group_size=5, module="s3wq.processors.vlm.processor"
+    ),
 }

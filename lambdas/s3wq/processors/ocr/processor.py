@@ -79,7 +79,7 @@ class Reading:
         return document_fields(lay_out(words), [read.entry for read in self.pages])
 
 
-def prepare() -> None:
+def prepare(name: str = "ocr") -> None:
     """Everything a first group would fail on, done before it: the settings parsed, the engine built, the decoder started once."""
     settings = current_settings()
     load_engine()
