@@ -110,7 +110,9 @@ def endpoint_of(value: str) -> str:
     """An endpoint URL checked: http or https, a host, no query, no credentials in it (a key goes in S3WQ_VLM_API_KEY)."""
     value = value.strip()
     if not value:
-        raise BadVlmSetting(f"{ENV_ENDPOINT} is not set: the vlm processor needs the model's OpenAI-compatible endpoint, e.g. http://host:8000/v1")
+        raise BadVlmSetting(
+            f"{ENV_ENDPOINT} is not set: the vlm processor needs the model's OpenAI-compatible endpoint, e.g. http://host:8000/v1"
+        )
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BadVlmSetting(f"{ENV_ENDPOINT}={value!r} is not an http(s) URL with a host, e.g. http://host:8000/v1")
@@ -136,7 +138,9 @@ def _secret_arn(environ: Mapping[str, str]) -> str | None:
     if not value:
         return None
     if not _SECRET_ARN_RE.fullmatch(value):
-        raise BadVlmSetting(f"{ENV_API_KEY_SECRET}={value!r} is not a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME)")
+        raise BadVlmSetting(
+            f"{ENV_API_KEY_SECRET}={value!r} is not a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME)"
+        )
     return value
 
 
