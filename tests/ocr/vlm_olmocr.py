@@ -49,7 +49,7 @@ LONGEST_SIDE = 1288
 # The pages drawn: (size in points, /Rotate). Letter, A4 across, a page turned by its /Rotate, and a strip.
 PAGES = [(letter, 0), (landscape(A4), 0), (letter, 90), ((300, 100), 0)]
 # DejaVu, embedded, so that poppler and pdfium draw the same glyphs (each substitutes its own for a base-14 font).
-FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+FONT = "DejaVuSans.ttf"
 ANSWER = "---\nprimary_language: en\nis_rotation_valid: true\nrotation_correction: 0\nis_table: false\nis_diagram: false\n---\nHello"
 
 
@@ -78,7 +78,10 @@ def olmocr_pipeline(install_dir: str) -> types.ModuleType:
 
 
 def write_pdf(path: Path) -> None:
-    pdfmetrics.registerFont(TTFont("DejaVu", FONT))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from doc_fonts import font_file  # the benchmarks' own finder (.ci/run installs the fonts)
+
+    pdfmetrics.registerFont(TTFont("DejaVu", str(font_file(FONT))))
     pdf = canvas.Canvas(str(path))
     for size, rotation in PAGES:
         width, height = size
