@@ -4,7 +4,8 @@ The runtime and the command line must work from a plain install (``s3wq
 status --watch`` on a terminal needs rich); moto is for the local cloud
 alone, in the ``local`` extra, so that neither the install nor the Lambda
 asset carries it. The ``ocr`` processor's stack comes with the ``ocr`` extra,
-and only processors/ocr/ imports it.
+and only processors/ocr/ imports it, and processors/vlm/, whose ``vlm``
+extra holds it too (its pages are rendered and its fallback read by ocr's).
 """
 
 from __future__ import annotations
@@ -87,9 +88,12 @@ def test_the_ocr_stack_comes_with_the_ocr_extra_and_only_the_ocr_processor_impor
     ocr_extra = {requirement_name(r) for r in project["optional-dependencies"]["ocr"]}
     assert {"rapidocr", "onnxruntime", "pypdfium2", "pillow"} <= ocr_extra
     assert not ocr_extra & {requirement_name(r) for r in project["dependencies"]}
-    # dev/ may use Pillow to draw the demo's scans; the runtime outside processors/ocr/ never needs the extra.
+    assert ocr_extra <= {requirement_name(r) for r in project["optional-dependencies"]["vlm"]}
+    # dev/ may use Pillow to draw the demo's scans; the runtime outside processors/ocr/ and processors/vlm/ never needs the extra.
     outside = {
-        m for m, files in third_party_imports(PACKAGE, outside=OCR_PROCESSOR).items() if any(not f.startswith("dev/") for f in files)
+        m
+        for m, files in third_party_imports(PACKAGE, outside=OCR_PROCESSOR).items()
+        if any(not f.startswith(("dev/", "processors/vlm/")) for f in files)
     }
     assert not {"rapidocr", "onnxruntime", "pypdfium2", "PIL", "cv2", "numpy"} & outside
     assert {"rapidocr", "pypdfium2", "PIL"} <= third_party_imports(OCR_PROCESSOR, outside=DEV_TOOLS).keys()

@@ -26,7 +26,9 @@ Wire: a request is a JSON line on stdin: ``{"open": path, "kind": "pdf"}``
 its size, words, facts, images and rules, decoder_pdf.py; an image's frame
 as pixels), ``{"render": index, "crop": [left, top, right, bottom] | null}``
 (a PDF page, or a crop of it in points, as pixels; an image's frame, or a
-crop of it). Each reply is a JSON line, followed by ``bytes`` bytes of
+crop of it), which may add ``"longest_side": pixels`` (the page scaled so,
+in place of the dpi: the vlm processor's size) and ``"colour": true`` (RGB,
+not grey). Each reply is a JSON line, followed by ``bytes`` bytes of
 pixels when it has them, on what was stdout: fd 1 is pointed at stderr, so
 nothing a library prints can break a reply.
 """
@@ -47,10 +49,20 @@ from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 if not __package__:  # the decoder process: its parts from its own folder, after everything else on the path
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING or __package__:  # imported by the processor, for the bounds it words
-    from s3wq.processors.ocr.decoder_base import DECODE_FACTOR, MB, POINTS_PER_INCH, Refused, Reply, Unreadable, capped_size, pixels_reply
+    from s3wq.processors.ocr.decoder_base import (
+        DECODE_FACTOR,
+        MB,
+        POINTS_PER_INCH,
+        Refused,
+        Reply,
+        Unreadable,
+        capped_size,
+        longest_side_scale,
+        pixels_reply,
+    )
     from s3wq.processors.ocr.decoder_pdf import PdfInput
 else:
-    from decoder_base import DECODE_FACTOR, MB, POINTS_PER_INCH, Refused, Reply, Unreadable, capped_size, pixels_reply
+    from decoder_base import DECODE_FACTOR, MB, POINTS_PER_INCH, Refused, Reply, Unreadable, capped_size, longest_side_scale, pixels_reply
     from decoder_pdf import PdfInput
 
 __all__ = ["DECODE_FACTOR", "MB", "POINTS_PER_INCH", "decode_bytes", "free_memory", "main"]
@@ -62,6 +74,8 @@ _REDUCIBLE_MODES = {"L", "LA", "RGB", "RGBA", "CMYK", "I", "F"}
 # Bytes a pixel takes in Pillow's memory (RGB and two-band modes are stored in four).
 _ONE_BYTE_MODES = {"1", "L", "P"}
 _ORIENTATION = ExifTags.Base.Orientation
+# How a render is asked to look: the longest side in pixels (None: the settings' dpi, or an image's own size), and colour.
+Look = tuple[int | None, bool]
 _DECODE_ERRORS = (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError)
 
 
@@ -94,9 +108,12 @@ def decode_bytes(image: Image.Image, full_size: tuple[int, int], size: tuple[int
     return total
 
 
-def _frame_page(image: Image.Image, number: int, max_pixels: int, free: int, crop: tuple[list[float], int] | None = None) -> Reply:
+def _frame_page(
+    image: Image.Image, number: int, max_pixels: int, free: int, crop: tuple[list[float], int] | None = None, look: Look = (None, False)
+) -> Reply:
     """The current frame of ``image``, decoded, upright, in 8-bit grey or RGB, at most ``max_pixels``; refused from
-    its header where decoding it would pass the pixel bound or the memory left."""
+    its header where decoding it would pass the pixel bound or the memory left. ``look``: the longest side to scale it
+    to (up or down; None: its own size) and whether it must be RGB."""
     pixels = image.width * image.height
     if pixels > (Image.MAX_IMAGE_PIXELS or math.inf):
         raise Unreadable(f"page {number} is {image.width}x{image.height} pixels, past the decompression-bomb limit")
@@ -104,8 +121,10 @@ def _frame_page(image: Image.Image, number: int, max_pixels: int, free: int, cro
         raise Refused(number=number, width=image.width, height=image.height, limit="pixels")
     full_size, dpi = image.size, _image_dpi(image)
     orientation = image.getexif().get(_ORIENTATION)
-    size = capped_size(image.width, image.height, max_pixels)
-    mode = "L" if image.mode in _GREY_MODES else "RGB"
+    longest_side, colour = look
+    size = _scaled_size(image.width, image.height, longest_side) if longest_side else image.size
+    size = capped_size(size[0], size[1], max_pixels)
+    mode = "RGB" if colour or image.mode not in _GREY_MODES else "L"
     if image.format == "JPEG" and size != image.size:
         image.draft(mode, size)  # JPEG decodes at 1/2, 1/4 or 1/8 scale: the full page is never in memory
     needs = decode_bytes(image, full_size, size)
@@ -129,6 +148,13 @@ def _frame_page(image: Image.Image, number: int, max_pixels: int, free: int, cro
     if crop:
         return _cropped(frame, number, dpi, crop)
     return pixels_reply(number, frame, dpi)
+
+
+def _scaled_size(width: int, height: int, longest_side: int) -> tuple[int, int]:
+    """``width`` x ``height`` scaled, ratio kept, so that the longer side is ``longest_side``; each side rounded up, as a
+    PDF page's are when rendered."""
+    scale = longest_side_scale(width, height, longest_side)
+    return max(1, math.ceil(width * scale)), max(1, math.ceil(height * scale))
 
 
 def _cropped(frame: Image.Image, number: int, dpi: float | None, crop: tuple[list[float], int]) -> Reply:
@@ -164,13 +190,15 @@ class ImageInput:
             except (*_DECODE_ERRORS, Image.DecompressionBombWarning) as exc:
                 raise Unreadable(f"not a readable image: {type(exc).__name__}: {exc}") from exc
 
-    def page(self, index: int, max_pixels: int, free: int, crop: list[float] | None = None, assumed_dpi: int = 72) -> Reply:
+    def page(
+        self, index: int, max_pixels: int, free: int, crop: list[float] | None = None, assumed_dpi: int = 72, look: Look = (None, False)
+    ) -> Reply:
         """Frame ``index``, decoded as _frame_page says; only its ``crop`` (in points at its dpi, else at ``assumed_dpi``)."""
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             try:
                 self._image.seek(index)
-                return _frame_page(self._image, index + 1, max_pixels, free, (crop, assumed_dpi) if crop else None)
+                return _frame_page(self._image, index + 1, max_pixels, free, (crop, assumed_dpi) if crop else None, look)
             except (*_DECODE_ERRORS, Image.DecompressionBombWarning) as exc:
                 raise Unreadable(f"page {index + 1} of the image cannot be decoded: {type(exc).__name__}: {exc}") from exc
 
@@ -190,11 +218,12 @@ def _answer(request: dict[str, Any], opened: list[PdfInput | ImageInput], settin
     if not opened:
         raise Unreadable("no input is open")
     source = opened[0]
+    look: Look = (request.get("longest_side"), bool(request.get("colour")))
     if isinstance(source, ImageInput):
         index = request["render"] if "render" in request else request["page"]
-        return source.page(index, max_pixels, free_memory(cap), request.get("crop"), dpi)
+        return source.page(index, max_pixels, free_memory(cap), request.get("crop"), dpi, look)
     if "render" in request:
-        return source.render(request["render"], request.get("crop"), dpi, max_pixels)
+        return source.render(request["render"], request.get("crop"), dpi, max_pixels, *look)
     return source.layer(request["page"])
 
 

@@ -46,10 +46,28 @@ def capped_size(width: int, height: int, max_pixels: int) -> tuple[int, int]:
     return max(1, math.floor(width * factor)), max(1, math.floor(height * factor))
 
 
-def render_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> float:
-    """``dpi``, or less so that a page of ``width_pt`` x ``height_pt`` points renders to at most ``max_pixels``."""
-    pixels = (width_pt * dpi / POINTS_PER_INCH) * (height_pt * dpi / POINTS_PER_INCH)
-    return dpi if pixels <= max_pixels else dpi * math.sqrt(max_pixels / pixels)
+def longest_side_scale(width: float, height: float, longest_side: int) -> float:
+    """The scale (pixels a point, or a pixel) at which the longer of ``width`` and ``height`` is ``longest_side`` pixels.
+
+    olmocr renders a page with ``pdftoppm -r longest_side*72/longest``, which
+    poppler divides by 72 again: the same arithmetic here, so that the other
+    side comes out as poppler's does. pdftoppm and pdfium both round a side up,
+    so where the product is a float's step past ``longest_side`` the scale is
+    stepped down until the longest side is ``longest_side``, not one more.
+    """
+    longest = max(width, height)
+    if not longest > 0 or longest_side < 1:
+        raise ValueError(f"no scale makes a {width} x {height} page {longest_side} pixels long")
+    scale = longest_side * POINTS_PER_INCH / longest / POINTS_PER_INCH
+    while math.ceil(longest * scale) > longest_side:
+        scale = math.nextafter(scale, 0.0)
+    return scale
+
+
+def capped_scale(width: float, height: float, scale: float, max_pixels: int) -> float:
+    """``scale`` (pixels a point), or less so that a page of ``width`` x ``height`` points renders to at most ``max_pixels``."""
+    pixels = (width * scale) * (height * scale)
+    return scale if pixels <= max_pixels else scale * math.sqrt(max_pixels / pixels)
 
 
 def pixels_reply(number: int, image: Image.Image, dpi: float | None, origin: tuple[float, float] = (0.0, 0.0)) -> Reply:

@@ -14,11 +14,20 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 if TYPE_CHECKING or __package__:  # imported by the processor (its tests): from the package
-    from s3wq.processors.ocr.decoder_base import DECODE_FACTOR, POINTS_PER_INCH, Refused, Reply, Unreadable, pixels_reply, render_dpi
+    from s3wq.processors.ocr.decoder_base import (
+        DECODE_FACTOR,
+        POINTS_PER_INCH,
+        Refused,
+        Reply,
+        Unreadable,
+        capped_scale,
+        longest_side_scale,
+        pixels_reply,
+    )
     from s3wq.processors.ocr.decoder_drawings import page_drawings
     from s3wq.processors.ocr.decoder_words import HUNDREDTHS, PageSpace, page_words
 else:  # the decoder process: from its own folder, none of s3wq's package imported
-    from decoder_base import DECODE_FACTOR, POINTS_PER_INCH, Refused, Reply, Unreadable, pixels_reply, render_dpi
+    from decoder_base import DECODE_FACTOR, POINTS_PER_INCH, Refused, Reply, Unreadable, capped_scale, longest_side_scale, pixels_reply
     from decoder_drawings import page_drawings
     from decoder_words import HUNDREDTHS, PageSpace, page_words
 
@@ -71,12 +80,14 @@ class PdfInput:
         except pdfium.PdfiumError as exc:
             raise Unreadable(f"page {index + 1} of the PDF cannot be read: {exc}") from exc
 
-    def render(self, index: int, crop: list[float] | None, dpi: int, max_pixels: int) -> Reply:
-        """Page ``index``, or the ``crop`` of it ([left, top, right, bottom] in points), as grey pixels at most ``max_pixels``
-        (at ``dpi`` or less), or blank."""
+    def render(
+        self, index: int, crop: list[float] | None, dpi: int, max_pixels: int, longest_side: int | None = None, colour: bool = False
+    ) -> Reply:
+        """Page ``index``, or the ``crop`` of it ([left, top, right, bottom] in points), as pixels at most ``max_pixels``
+        (at ``dpi``, or so that its longest side is ``longest_side``; less under the cap), grey or in ``colour``, or blank."""
         page = self._page(index)
         try:
-            return _render(page, index + 1, crop, dpi, max_pixels)
+            return _render(page, index + 1, crop, (dpi, longest_side, max_pixels), colour)
         except pdfium.PdfiumError as exc:
             raise Unreadable(f"page {index + 1} of the PDF cannot be read: {exc}") from exc
 
@@ -120,12 +131,18 @@ def _covered(box: tuple[float, float, float, float], width: float, height: float
     return max(0.0, min(right, width) - max(left, 0.0)) * max(0.0, min(bottom, height) - max(top, 0.0))
 
 
-def _render(page: pdfium.PdfPage, number: int, crop: list[float] | None, dpi: int, max_pixels: int) -> Reply:
+def _render(page: pdfium.PdfPage, number: int, crop: list[float] | None, size: tuple[int, int | None, int], colour: bool) -> Reply:
+    """The page (or its crop) at ``size``: (dpi, longest side or None, pixel cap)."""
+    dpi, longest_side, max_pixels = size
     width, height = page.get_size()
     left, top, right, bottom = crop if crop else (0.0, 0.0, width, height)
     left, top, right, bottom = max(0.0, left), max(0.0, top), min(width, right), min(height, bottom)
-    used_dpi = render_dpi(max(right - left, 1.0), max(bottom - top, 1.0), dpi, max_pixels)
-    blank = {"number": number, "dpi": round(used_dpi), "scale": used_dpi / POINTS_PER_INCH, "origin": [left, top], "blank": True}
+    shown = (max(right - left, 1.0), max(bottom - top, 1.0))
+    # A longest side is the vlm processor's: olmocr's size for its model (longest_side_scale says how it is kept exact).
+    scale = longest_side_scale(*shown, longest_side) if longest_side else dpi / POINTS_PER_INCH
+    scale = capped_scale(*shown, scale, max_pixels)
+    used_dpi = scale * POINTS_PER_INCH
+    blank = {"number": number, "dpi": round(used_dpi), "scale": scale, "origin": [left, top], "blank": True}
     if right - left < 1 or bottom - top < 1:
         return blank, b""  # a crop off the page: nothing of it to draw
     if not pdfium_c.FPDFPage_CountObjects(page.raw) and not pdfium_c.FPDFPage_GetAnnotCount(page.raw):
@@ -136,9 +153,10 @@ def _render(page: pdfium.PdfPage, number: int, crop: list[float] | None, dpi: in
             # pdfium decodes a page's image whole before it scales it to the page: refused as an image file's frame is.
             raise Refused(number=number, width=image_width, height=image_height, limit="pixels", what="an image")
     # pypdfium2's crop is what to cut off each side of the displayed page: left, bottom, right, top.
-    bitmap = page.render(scale=used_dpi / POINTS_PER_INCH, grayscale=True, crop=(left, height - bottom, width - right, top))
+    bitmap = page.render(scale=scale, grayscale=not colour, crop=(left, height - bottom, width - right, top))
     try:
         image = bitmap.to_pil()  # over the bitmap's own buffer: its reply copies the pixels out before it is freed
-        return pixels_reply(number, image if image.mode == "L" else image.convert("L"), used_dpi, (left, top))
+        mode = "RGB" if colour else "L"
+        return pixels_reply(number, image if image.mode == mode else image.convert(mode), used_dpi, (left, top))
     finally:
         bitmap.close()

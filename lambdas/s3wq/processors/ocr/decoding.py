@@ -258,11 +258,24 @@ class Decoder:
             return _layer_page(int(reply["number"]), reply["layer"])
         return self._pixels_page(reply, pixels)
 
-    def render(self, index: int, until: float, crop: Box | None = None) -> ScannedPage | BlankPage:
+    def render(
+        self, index: int, until: float, crop: Box | None = None, *, longest_side: int | None = None, colour: bool = False
+    ) -> ScannedPage | BlankPage:
         """Page ``index`` (from 0) as pixels at the settings' dpi (or less, under the pixel cap), or only its ``crop``
-        (in points): an image region the text layer does not cover, say."""
-        box = None if crop is None else [crop.left, crop.top, crop.right, crop.bottom]
-        reply, pixels = self._ask({"render": index, "crop": box}, until, f"page {index + 1}: decoding it")
+        (in points): an image region the text layer does not cover, say.
+
+        ``longest_side``: the whole page scaled (up or down) so that its longer side is that many pixels, in place of the
+        dpi, as olmocr sizes a page for its model; the pixel cap still holds. A PDF page is its CropBox, as a viewer
+        shows it (olmocr's pdftoppm draws the MediaBox: the same page but where a PDF crops it). ``colour``: RGB pixels.
+        """
+        if crop is not None and longest_side is not None:
+            raise ValueError("a render is of a crop or at a longest side, not both")
+        request: dict[str, Any] = {"render": index, "crop": None if crop is None else [crop.left, crop.top, crop.right, crop.bottom]}
+        if longest_side is not None:
+            request["longest_side"] = int(longest_side)
+        if colour:
+            request["colour"] = True
+        reply, pixels = self._ask(request, until, f"page {index + 1}: decoding it")
         return self._pixels_page(reply, pixels)
 
     def _pixels_page(self, reply: dict[str, Any], pixels: bytearray) -> ScannedPage | BlankPage:
