@@ -64,6 +64,7 @@ def recount_status(backend: Backend) -> tuple[dict, set[str]]:
         else:
             states["pending"] += 1
             states["released"] += body is not None and body.state == LockState.RELEASED
+            states["unavailable"] += body is not None and body.state == LockState.RELEASED and body.outcome == Outcome.UNAVAILABLE
     total = len(groups)
     finished = states["done"] + len(failed)
     status = {
@@ -77,6 +78,7 @@ def recount_status(backend: Backend) -> tuple[dict, set[str]]:
         "remaining": total - finished,
         "finished": finished,
         "released": states["released"],
+        "unavailable": states["unavailable"],
         "wait_seconds": math.ceil(max(stale_in) + backend.clock_resolution_seconds) + 1 if stale_in else 0,
     }
     return status, failed
@@ -117,5 +119,6 @@ STATUS_KEYS = {
     "remaining",
     "finished",
     "released",
+    "unavailable",
     "wait_seconds",
 }

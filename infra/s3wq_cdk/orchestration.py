@@ -5,14 +5,16 @@
                                                      |        +---------- progress -----------------+  |  |
                                                      |        +-- WaitForLocks <- locks still held ----+  |
                                                      +-> Summary <- nothing left / no progress / rounds --+
-                                                          -> Verdict: Succeed | TooManyFailedGroups | WorkRemaining
+                                                          -> Verdict: Succeed | TooManyFailedGroups | ServiceUnavailable | WorkRemaining
 
 Input ``{"workers": N, "failureTolerance": F}``, both optional. The Map gets
 N items ``{"worker_index": i, "workers": N}`` and runs them all at once
 (MaxConcurrencyPath). A round that leaves groups behind is followed by another
 while it finished groups; when it finished none but live locks are held (a
 worker died holding one, or a long group runs elsewhere), the loop first waits
-until the status function says the last of them would go stale.
+until the status function says the last of them would go stale. A round that
+finished nothing and left groups handed back by a processor that raised
+ServiceUnavailable ends the execution, failed ServiceUnavailable.
 """
 
 from __future__ import annotations
@@ -221,6 +223,7 @@ class WorkerStateMachine(Construct):
                 "done": sfn.JsonPath.number_at(status_path("done")),
                 "failed": sfn.JsonPath.number_at(status_path("failed")),
                 "remaining": sfn.JsonPath.number_at(status_path("remaining")),
+                "unavailable": sfn.JsonPath.number_at(status_path("unavailable")),
                 "rounds": sfn.JsonPath.number_at("$.round"),
                 "failureTolerance": sfn.JsonPath.number_at("$.failureTolerance"),
             },
@@ -234,6 +237,16 @@ class WorkerStateMachine(Construct):
                     "TooManyFailedGroups",
                     error="TooManyFailedGroups",
                     cause="More groups failed than failureTolerance allows; see failed_flags/",
+                ),
+            )
+            .when(
+                sfn.Condition.number_greater_than("$.unavailable", 0),
+                sfn.Fail(
+                    self,
+                    "ServiceUnavailable",
+                    error="ServiceUnavailable",
+                    cause="A service the processor needs is unavailable: workers handed their groups back unrun (no attempt used) "
+                    "and stopped, and a round finished nothing; start the execution again when it is up (the workers' log names it)",
                 ),
             )
             .when(
@@ -266,6 +279,14 @@ class WorkerStateMachine(Construct):
             # Progress is groups finished (done or failed), not groups remaining:
             # a populate that adds groups mid-round must not look like a stall.
             .when(sfn.Condition.number_greater_than_json_path(status_path("finished"), "$.lastFinished"), next_round)
+            # A round that finished nothing and left groups handed back by a processor that raised ServiceUnavailable:
+            # another round would only meet the same dead service, so the execution ends (Verdict: ServiceUnavailable)
+            # rather than wait and retry. How long an outage lasts (a model server to restart, a quota to raise) is the
+            # operator's to know, not the loop's to guess, and those groups cost nothing to leave: pending, no attempt
+            # used, claimable at once by the next execution. Checked after progress: a round that finished groups is no
+            # spin (the service answered during it, and progress is bounded by the queue), and an old hand-back that no
+            # worker reached this round does not end an execution that works.
+            .when(sfn.Condition.number_greater_than(status_path("unavailable"), 0), summary)
             # Groups handed back (out of time: for a worker with more; a signal) need a fresh round, not a wait.
             .when(sfn.Condition.number_greater_than(status_path("released"), 0), next_round)
             .when(sfn.Condition.number_greater_than(status_path("locked"), 0), wait_for_locks.next(next_round))

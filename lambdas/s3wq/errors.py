@@ -134,6 +134,18 @@ class IndexContention(S3wqError):
     """An index object kept changing while it was read, or the catalog under a populate; it gave up (a populate without writing)."""
 
 
+class ServiceUnavailable(S3wqError):
+    """A service the processor needs is unavailable: raise it (or a subclass) from a processor to hand the group back unrun.
+
+    The group goes back pending, no attempt used, and the worker that ran it
+    stops claiming (stop reason ``service_unavailable``) rather than use up
+    the attempts of every group it would run while the service is down. The
+    message, in one line, is what the lock and the operator are told:
+    ``raise ServiceUnavailable(f"model endpoint {url}: circuit open after 5 errors")``.
+    Raised in a thread of the processor's and re-raised by it (``future.result()``) counts the same.
+    """
+
+
 class LeaseLost(S3wqError):
     """The worker no longer certainly holds the group's lock; a processor must not act for it."""
 

@@ -41,6 +41,7 @@ class Outcome(StrEnum):
     LOST = "lost"  # the holder vanished: its lock went stale and a taker found it
     INTERRUPTED = "interrupted"  # SIGINT or SIGTERM: the operator stopped the worker
     LEFTOVER = "leftover"  # the run left threads or processes running, killed or waited for: the run is not done
+    UNAVAILABLE = "unavailable"  # the processor raised ServiceUnavailable: handed back unrun, no attempt used
     OPERATOR = "operator"  # released by `s3wq release-locks` for a worker known to be dead
     REQUEUED = "requeued"  # put back by `s3wq requeue-failed`
     # Released instead of deleted, on a store that cannot delete on a condition:
@@ -82,6 +83,7 @@ class StopReason(StrEnum):
     LOCKED_BY_OTHERS = "locked_by_others"  # what is left is held by other workers until after the time limit
     INTERRUPTED = "interrupted"  # the operator stopped the worker
     PROCESSOR_FAILING = "processor_failing"  # the breaker: every group it ran failed with one error
+    SERVICE_UNAVAILABLE = "service_unavailable"  # the processor said a service it needs is down (ServiceUnavailable)
 
 
 class GroupOutcome(StrEnum):
@@ -95,3 +97,4 @@ class GroupOutcome(StrEnum):
     TIMED_OUT = "timed_out"  # stopped at the worker's deadline or the group timeout, handed back
     INTERRUPTED = "interrupted"  # stopped by SIGINT or SIGTERM, handed back
     LOST = "lost"  # the lock was taken, or the lease could not be renewed
+    UNAVAILABLE = "unavailable"  # the processor said a service it needs is down: handed back unrun, and the worker stops

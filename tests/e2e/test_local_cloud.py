@@ -82,6 +82,7 @@ def test_forty_groups_eight_workers_through_the_synthesized_state_machine(tmp_pa
             "remaining": 0,
             "finished": 40,
             "released": 0,
+            "unavailable": 0,
             "wait_seconds": 0,
         }
         groups = {g.hash: g for g in WorkIndex(backend).iter_groups()}
@@ -125,3 +126,23 @@ def test_a_group_that_outlasts_its_invocation_is_stopped_handed_back_and_finishe
         [record] = [json.loads(line) for line in backend.read(layout.result_key(slow_hash)).body.decode().splitlines()]
         assert record == {"source": f"s3://{stack.bucket}/inputs/slow-0.txt", "attempt": done["attempt"], "text": "input 0"}
         assert list(backend.list_keys(layout.LOCKS_PREFIX)) == []
+
+
+def test_a_round_whose_workers_met_a_dead_service_ends_the_execution_naming_it_with_nothing_failed(tmp_path):
+    with LocalCloud(log_dir=tmp_path / "cloud", extra_pythonpath=(HELPERS,)) as cloud:
+        stack = cloud.deploy({"defaultWorkers": 2, "groupSize": 1, "processor": "unavailable_processors:raises_at_once"})
+        s3, sfn = cloud.client("s3"), cloud.client("stepfunctions")
+        for number in range(6):
+            s3.put_object(Bucket=stack.bucket, Key=f"inputs/page-{number}.txt", Body=f"input {number}".encode())
+
+        upload_manifest(s3, stack.bucket, stack, [f"s3://{stack.bucket}/inputs/*.txt"])
+        execution = wait_for_end(sfn, stack.state_machine_arn, timeout=240)
+
+        # One round: each worker handed its group back and stopped; the loop ran no second round against the service.
+        assert (execution["status"], execution.get("error")) == ("FAILED", "ServiceUnavailable"), execution
+        worker_log = next((cloud.log_dir / "lambda").glob("*Worker*.log")).read_text()
+        assert worker_log.count("--- invocation ") == 2
+        reports = [json.loads(line) for line in worker_log.splitlines() if "this worker stopped" in line and line.startswith("{")]
+        assert [(r["level"], r["stopped_reason"], r["unavailable"]) for r in reports] == [("ERROR", "service_unavailable", 1)] * 2
+        status = queue_status(workspace_backend(s3, stack))
+        assert (status.done, status.failed, status.locked, status.pending, status.unavailable) == (0, 0, 0, 6, 2)

@@ -262,3 +262,28 @@ def test_workers_and_failure_tolerance_must_print_as_whole_numbers_before_any_ra
         assert {(f"$.asText.{name}", p) for p in ("*.*", "*e*", "*E*")} <= patterns
     # No path reaches the Map without the check.
     assert the_distributed_map(graph) not in graph.reachable(avoiding={texts[0]})
+
+
+def test_a_round_that_finished_nothing_and_left_groups_handed_back_for_a_service_down_ends_failed_naming_it(stack):
+    # Another round would meet the same dead service: every worker would hand its group back and stop again.
+    graph = graph_of(stack)
+    run_workers = the_distributed_map(graph)
+    [(choice, rule)] = [
+        (name, rule)
+        for name in loop_choices(graph, run_workers)
+        for rule in graph.states[name]["Choices"]
+        if rule.get("Variable") == "$.status.unavailable" and rule.get("NumericGreaterThan") == 0
+    ]
+    assert not graph.reaches(rule["Next"], run_workers) and run_workers not in graph.reachable(rule["Next"])
+    # After the progress rule (a round that finished groups is no spin, whatever it handed back), before the
+    # released rule (which would otherwise run another round for these groups).
+    rules = graph.states[choice]["Choices"]
+    order = {r.get("Variable"): i for i, r in enumerate(rules)}
+    assert order["$.status.finished"] < rules.index(rule) < order["$.status.released"]
+    # The verdict names it, with the count it read.
+    summary = graph.states[rule["Next"]]
+    assert summary["Parameters"]["unavailable.$"] == "$.status.unavailable"
+    [fail] = [name for name in graph.reachable(rule["Next"]) if graph.states[name].get("Error") == "ServiceUnavailable"]
+    assert graph.states[fail]["Type"] == "Fail" and "unavailable" in graph.states[fail]["Cause"]
+    [verdict] = [r for name in graph.of_type("Choice") for r in graph.states[name]["Choices"] if r["Next"] == fail]
+    assert (verdict["Variable"], verdict["NumericGreaterThan"]) == ("$.unavailable", 0)

@@ -469,6 +469,7 @@ def test_status_counts_each_state_of_the_queue(lambda_env, bucket, s3_backend):
         "remaining": 3,
         "finished": 2,
         "released": 0,
+        "unavailable": 0,
     }
 
 
@@ -484,6 +485,7 @@ def test_status_of_an_empty_workspace_is_all_zero(lambda_env):
         "remaining": 0,
         "finished": 0,
         "released": 0,
+        "unavailable": 0,
         "wait_seconds": 0,
     }
 

@@ -113,6 +113,7 @@ def test_s3wq_drains_an_olmocr_workspace_leaving_its_done_and_locked_groups_alon
         "remaining": 1,
         "finished": len(OLMOCR_GROUPS) - 1,
         "released": 0,
+        "unavailable": 0,
     }
 
 
@@ -136,6 +137,7 @@ def test_queue_status_counts_an_untouched_olmocr_workspace(backend):
         "remaining": 5,
         "finished": 3,
         "released": 0,
+        "unavailable": 0,
     }
 
 

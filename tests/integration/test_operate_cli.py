@@ -45,6 +45,7 @@ ENDED_COUNTS = {
     "remaining": 0,
     "finished": 5,
     "released": 0,
+    "unavailable": 0,
     "wait_seconds": 0,
 }
 ANSI_ESCAPE = "\x1b"
@@ -396,6 +397,7 @@ def test_status_watch_json_prints_a_line_per_poll_until_a_running_worker_drains_
         "remaining": GROUPS,
         "finished": 0,
         "released": 0,
+        "unavailable": 0,
         "wait_seconds": 0,
         **no_problems,
     }
@@ -409,6 +411,7 @@ def test_status_watch_json_prints_a_line_per_poll_until_a_running_worker_drains_
         "remaining": 0,
         "finished": GROUPS + 0,
         "released": 0,
+        "unavailable": 0,
         "wait_seconds": 0,
         **no_problems,
     }
@@ -423,7 +426,7 @@ def test_status_watch_exits_1_when_failed_groups_remain(finished_run):
     assert result.returncode == 1, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
         {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 5, "released": 0,
-         "wait_seconds": 0, "manifests_with_bad_lines": 0, "manifest_errors": []}
+         "unavailable": 0, "wait_seconds": 0, "manifests_with_bad_lines": 0, "manifest_errors": []}
     ]  # fmt: skip
 
 

@@ -69,6 +69,7 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(
         "remaining": 0,
         "finished": 6,
         "released": 0,
+        "unavailable": 0,
         "wait_seconds": 0,
     }
 
@@ -92,6 +93,7 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(
         "remaining": 1,
         "finished": 5,
         "released": 1,
+        "unavailable": 0,
         "wait_seconds": 0,
     }
 
@@ -112,6 +114,7 @@ def test_a_poison_group_fails_after_max_attempts_and_requeue_makes_it_pending(
         "remaining": 0,
         "finished": 6,
         "released": 0,
+        "unavailable": 0,
         "wait_seconds": 0,
     }
 

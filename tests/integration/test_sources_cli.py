@@ -48,6 +48,7 @@ def test_cli_populate_status_work(tmp_path, inputs, local_workspace):
         "remaining": 2,
         "finished": 0,
         "released": 0,
+        "unavailable": 0,
         "wait_seconds": 0,
     }
     assert {k: doc[k] for k in PROBLEM_KEYS} == {"input_error_groups": 0, "manifests_with_bad_lines": 0, "manifest_errors": []}

@@ -29,6 +29,7 @@ DOCUMENT_KEYS = [
     "finished",
     "released",
     "wait_seconds",
+    "unavailable",
 ]
 
 
@@ -59,7 +60,7 @@ def test_the_document_has_the_keys_of_the_status_lambda_in_their_order(tmp_path)
 
 
 def test_a_document_read_back_is_the_status_and_missing_counts_are_none():
-    status = QueueStatus.read(dict(zip(DOCUMENT_KEYS, range(11))))
-    assert status.as_document() == dict(zip(DOCUMENT_KEYS, range(11)))
+    status = QueueStatus.read(dict(zip(DOCUMENT_KEYS, range(len(DOCUMENT_KEYS)))))
+    assert status.as_document() == dict(zip(DOCUMENT_KEYS, range(len(DOCUMENT_KEYS))))
     partial = QueueStatus.read({"groups": 4, "paths": 8, "done": 1, "failed": 1, "locked": 1, "pending": 1, "remaining": 2})
-    assert (partial.finished, partial.claimed_ahead, partial.released, partial.wait_seconds) == (2, 0, 0, 0)
+    assert (partial.finished, partial.claimed_ahead, partial.released, partial.unavailable, partial.wait_seconds) == (2, 0, 0, 0, 0)

@@ -21,7 +21,7 @@ from support import recount_status
 
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.index import WorkIndex, encode_groups, make_groups
-from s3wq.model import Group, LockState
+from s3wq.model import Group, LockState, Outcome
 from s3wq.ops.inspection import failed_groups, inspect_group, list_failures
 from s3wq.ops.status import MAX_PARTITION_GROUPS, flag_partitions, partition_digits, queue_status
 from s3wq.protocol.bodies import LockBody
@@ -45,6 +45,8 @@ STATES = {
     "held": ("held",),
     "held-stale": ("held-stale",),
     "released": ("released",),
+    # Handed back by a processor that raised ServiceUnavailable: released, and counted apart among the released.
+    "released-unavailable": ("released-unavailable",),
     "olmocr-lock": ("olmocr",),
     "olmocr-lock-stale": ("olmocr-stale",),
     "unparsable-lock": ("junk-lock",),
@@ -72,8 +74,9 @@ def lock_body(kind: str, hash_: str) -> bytes:
         return b""
     if kind == "junk-lock":
         return b'{"owner": 1e999}'
-    state = {"failed-lock": LockState.FAILED, "released": LockState.RELEASED}.get(kind, "held")
-    return LockBody(owner=f"w:{hash_[:6]}", worker_id="w", attempt=1, lease_seconds=LEASE, state=state).encode()
+    state = {"failed-lock": LockState.FAILED, "released": LockState.RELEASED, "released-unavailable": LockState.RELEASED}.get(kind, "held")
+    outcome = Outcome.UNAVAILABLE if kind == "released-unavailable" else None
+    return LockBody(owner=f"w:{hash_[:6]}", worker_id="w", attempt=1, lease_seconds=LEASE, state=state, outcome=outcome).encode()
 
 
 def apply_state(backend: LocalBackend, hash_: str, state: str) -> None:
@@ -229,7 +232,7 @@ def test_flags_for_hashes_outside_the_index_are_counted_but_never_past_the_group
 
     assert without_wait(status) == {
         "groups": 1, "paths": 1, "done": 1, "failed": 0, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 1,
-        "released": 0,
+        "released": 0, "unavailable": 0,
     }  # fmt: skip
     assert status["wait_seconds"] == 0
 

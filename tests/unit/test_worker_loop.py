@@ -92,6 +92,7 @@ def test_a_group_fails_after_its_attempts_with_the_kind_of_failure_recorded(loca
         "remaining": 0,
         "finished": 1,
         "released": 0,
+        "unavailable": 0,
         "wait_seconds": 0,
     }
 

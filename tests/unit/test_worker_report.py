@@ -33,6 +33,8 @@ REPORT_FIELDS = [
     "overlapped_seconds",
     "stopped_reason",
     "breaker_error",
+    "unavailable",
+    "service_error",
 ]
 
 COUNTER_OF = {
@@ -43,6 +45,7 @@ COUNTER_OF = {
     GroupOutcome.TIMED_OUT: "timed_out",
     GroupOutcome.INTERRUPTED: "interrupted",
     GroupOutcome.LOST: "lost_locks",
+    GroupOutcome.UNAVAILABLE: "unavailable",
 }
 
 

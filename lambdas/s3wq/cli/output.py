@@ -14,6 +14,18 @@ from collections.abc import Callable
 from s3wq.store import S3Backend, request_counts
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# `work` stopped because the processor raised ServiceUnavailable: nothing failed, and the same run later may succeed.
+# sysexits.h's EX_UNAVAILABLE ("a service is unavailable"), apart from 1 so that a script can wait and run again.
+EXIT_SERVICE_UNAVAILABLE = 69
+
+# What `work --help` says of them.
+WORK_EXIT_CODES = f"""exit codes:
+  {EXIT_OK}   the queue is empty, or this worker's time is up, and no group failed here
+  {EXIT_FAILED}   a group failed here, the breaker stopped the worker, or the store failed
+  {EXIT_BAD_INPUT}   bad input: nothing was changed
+  {EXIT_SERVICE_UNAVAILABLE}  the processor raised ServiceUnavailable: its group was handed back unrun, nothing failed;
+      run again when the service is up
+  130 interrupted (143 for SIGTERM, 129 for SIGHUP): the group in hand was handed back"""
 
 
 def printable(value: object) -> str:

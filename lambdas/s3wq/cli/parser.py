@@ -9,7 +9,7 @@ from s3wq.cli.arguments import locations, non_negative_float, non_negative_int, 
 from s3wq.cli.execution import DEFAULT_STACK_NAME
 from s3wq.cli.inspect_commands import cmd_failures, cmd_inspect
 from s3wq.cli.local_commands import cmd_local_demo, cmd_local_up
-from s3wq.cli.output import EXIT_BAD_INPUT
+from s3wq.cli.output import EXIT_BAD_INPUT, WORK_EXIT_CODES
 from s3wq.cli.repair_commands import cmd_release_locks, cmd_requeue_failed, cmd_reset
 from s3wq.cli.run_commands import cmd_populate, cmd_start, cmd_work
 from s3wq.cli.status_commands import cmd_status
@@ -216,6 +216,7 @@ def _add_work(sub) -> None:
         help="the most one input may hold for ctx.read_input to read it; a larger one is that input's error, "
         f"told from its size before it is read (default {DEFAULT_MAX_INPUT_BYTES}, {DEFAULT_MAX_INPUT_BYTES // 2**20} MiB)",
     )
+    p.epilog = f"{p.epilog}\n{WORK_EXIT_CODES}"
     p.set_defaults(func=cmd_work)
 
 

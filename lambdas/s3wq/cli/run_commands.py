@@ -12,7 +12,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from s3wq.cli.execution import concurrency_warning, find_stack, follow_showing_progress, start_execution
-from s3wq.cli.output import EXIT_FAILED, EXIT_OK, emit, printable, with_requests
+from s3wq.cli.output import EXIT_FAILED, EXIT_OK, EXIT_SERVICE_UNAVAILABLE, emit, printable, with_requests
 from s3wq.cli.workspace import input_policy, open_workspace
 from s3wq.config import WorkerSettings
 from s3wq.errors import BadInput, BadProcessorFolder, BadSource
@@ -212,8 +212,24 @@ def _work_exit_code(args: argparse.Namespace, settings: WorkerSettings, report, 
             file=sys.stderr,
         )
         return EXIT_FAILED
+    if report.stopped_reason == StopReason.SERVICE_UNAVAILABLE:
+        print(_unavailable_line(args, report), file=sys.stderr)
+        return EXIT_SERVICE_UNAVAILABLE
     if report.failed:
         # A script or a CI job must not read a run that failed groups as a success.
         print(f"s3wq: {_plural(report.failed, 'group')} failed here; see s3wq failures {args.workspace}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _unavailable_line(args: argparse.Namespace, report) -> str:
+    """What `work` says when the processor raised ServiceUnavailable: the service's error, what became of the group, what to do."""
+    failed = (
+        "nothing failed"
+        if not report.failed
+        else f"{_plural(report.failed, 'group')} failed here before it (see s3wq failures {args.workspace})"
+    )
+    return (
+        f"s3wq: a service processor {args.processor} needs is unavailable: {printable(report.service_error)}; "
+        f"its group was handed back unrun (no attempt used), {failed}, and this worker stopped: run again when it is up"
+    )

@@ -27,7 +27,13 @@ def _counts_line(status: QueueStatus) -> str:
 
 
 def _status_text(doc: dict, workspace: str) -> str:
-    lines = [_counts_line(QueueStatus.read(doc))]
+    status = QueueStatus.read(doc)
+    lines = [_counts_line(status)]
+    if status.unavailable:
+        lines.append(
+            f"{_plural(status.unavailable, 'group')} handed back unrun, no attempt used: a service the processor needs was unavailable; "
+            "run the workers again when it is up"
+        )
     if doc.get("input_error_groups"):
         lines.append(
             f"{_plural(doc['input_error_groups'], 'done group')} had inputs the processor could not use: s3wq failures {workspace} --inputs"

@@ -3,7 +3,9 @@
 Event (a Map item): ``{"worker_index": 3, "workers": 50, ...}``.
 Returns ``{worker_id, processed, failed, conflicts, reclaimed, stopped_reason, ..., s3_requests}``.
 A processor exception is one attempt of one group and never fails the
-invocation; a storage failure does, so that Step Functions retries it. The
+invocation; a storage failure does, so that Step Functions retries it. A
+processor that raises ServiceUnavailable stops the worker, which returns
+``stopped_reason: service_unavailable`` (and logs an error). The
 processor runs in a processor host that the worker stops before the
 invocation's deadline, so a group that outlasts the invocation is handed back
 (with how long it ran) instead of being killed with the invocation.
@@ -81,6 +83,14 @@ def handler(event: Any, context: Any) -> dict:
     doc = {**report.to_dict(), "s3_requests": {op: n - before.get(op, 0) for op, n in after.items() if n > before.get(op, 0)}}
     if report.stopped_reason == StopReason.PROCESSOR_FAILING:
         logger.error(f"processor {rt.config.processor} failed every group it ran with the same error; this worker stopped", extra=doc)
+    elif report.stopped_reason == StopReason.SERVICE_UNAVAILABLE:
+        # A report, not a failed invocation: Step Functions' retry would run the group again against the same dead service.
+        # The drain loop reads the handed-back group from the status function's count, and ends the execution.
+        logger.error(
+            f"a service processor {rt.config.processor} needs is unavailable ({report.service_error}): "
+            "its group was handed back unrun, no attempt used, and this worker stopped",
+            extra=doc,
+        )
     else:
         logger.info("worker stopped", extra=doc)
     return doc

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from s3wq.errors import ServiceUnavailable
+from s3wq.protocol.bodies import MAX_ERROR_CHARS
 from s3wq.protocol.tracebacks import ErrorFrame
 
 
@@ -33,8 +35,23 @@ class Raised:
     leftovers: str = ""
     # Whether the host died (``error`` says how) rather than the processor raising.
     host_died: bool = False
+    # The processor raised ServiceUnavailable (``error`` is its message): the group goes back unrun, and the worker stops.
+    unavailable: bool = False
 
 
 @dataclass(frozen=True)
 class Unkillable:
     """A process of the host would not die, or the host could not show that it did: the run is not known to be over."""
+
+
+def unavailable_service(exc: BaseException) -> str | None:
+    """The message of a processor's ServiceUnavailable (or of its subclass), in one line; None for any other exception.
+
+    Judged by the exception's class where it is caught, in the process that
+    ran the processor: the runner's reply carries the verdict, never text for
+    the worker to match. One line, as a lock's error is shown: the class's
+    name where the message is empty.
+    """
+    if not isinstance(exc, ServiceUnavailable):
+        return None
+    return (" ".join(str(exc).split()) or type(exc).__name__)[:MAX_ERROR_CHARS]

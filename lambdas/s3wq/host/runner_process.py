@@ -117,6 +117,7 @@ def _take_the_worker_path() -> None:
 
 
 def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input_policy: InputPolicy) -> None:
+    from s3wq.host.run_ends import unavailable_service
     from s3wq.model import Group
     from s3wq.processors import ProcessorContext, load_processor
     from s3wq.protocol.bodies import MAX_TRACEBACK_CHARS
@@ -165,7 +166,10 @@ def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input
             end = ProcessorEnd(ctx.input_error_count, tuple(ctx.input_errors))
         except Exception as exc:  # noqa: BLE001 -- a processor failure is an attempt, reported to the worker
             traceback = "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:]
-            end = ProcessorEnd(error=one_line_error(exc), traceback=traceback, frame=own_frame(exc, roots))
+            # Its kind crosses to the worker, not only its text: a ServiceUnavailable (or a subclass) hands the group back.
+            service = unavailable_service(exc)
+            error = one_line_error(exc) if service is None else service
+            end = ProcessorEnd(error=error, traceback=traceback, frame=own_frame(exc, roots), unavailable=service is not None)
         finally:
             ctx.end_run()  # a thread that holds this ctx must not go on writing for the group, in this run or a later one
         with state.lock:

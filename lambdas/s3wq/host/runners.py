@@ -38,7 +38,7 @@ from typing import Protocol, cast
 from s3wq.host.containment import describe_leftovers
 from s3wq.host.killtimer import KillTimer, process_kill_timer
 from s3wq.host.procfs import running_children
-from s3wq.host.run_ends import Raised, Returned, Unkillable
+from s3wq.host.run_ends import Raised, Returned, Unkillable, unavailable_service
 from s3wq.host.sandbox import ProcessorHost
 from s3wq.host.stopping import GracefulStop
 from s3wq.host.threads import idle_pool_worker
@@ -246,7 +246,9 @@ class InProcessRunner:
             self.processor(group, ctx)
             return Returned(ctx.input_error_count, tuple(ctx.input_errors))
         except Exception as exc:  # noqa: BLE001 -- a processor failure is an attempt, never a crash of the worker
-            return Raised(one_line_error(exc), "".join(processor_traceback(exc)), own_frame(exc, self._roots))
+            service = unavailable_service(exc)
+            error = one_line_error(exc) if service is None else service
+            return Raised(error, "".join(processor_traceback(exc)), own_frame(exc, self._roots), unavailable=service is not None)
         finally:
             ctx.end_run()  # a thread the processor left must not go on believing it holds the group
 

@@ -131,6 +131,7 @@ class ProcessorEnd(NamedTuple):
     error: str | None = None  # raised: the exception, in one line
     traceback: str = ""
     frame: ErrorFrame | None = None  # the deepest line of the processor's own code
+    unavailable: bool = False  # raised ServiceUnavailable, or a subclass of it: judged by its class in the runner
 
 
 class RunEnded(NamedTuple):

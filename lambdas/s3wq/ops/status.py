@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from s3wq.config import FOREIGN_LOCK_TIMEOUT_SECONDS
 from s3wq.errors import BadInput
 from s3wq.index import WorkIndex
+from s3wq.model import Outcome
 from s3wq.protocol.locks import LockReading, read_lock
 from s3wq.store import MAX_PARALLEL_REQUESTS, Backend, layout
 from s3wq.store.base import LIST_PAGE_KEYS
@@ -228,6 +229,8 @@ class QueueStatus(Mapping[str, int]):
     finished: int
     released: int
     wait_seconds: int
+    # Added after the counts a deployed state machine has always read, in their order.
+    unavailable: int
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -237,7 +240,7 @@ class QueueStatus(Mapping[str, int]):
     def read(cls, document: Mapping[str, int]) -> QueueStatus:
         """The status a document of it holds (the status Lambda's answer, a line of ``status --watch --json``).
 
-        ``claimed_ahead``, ``released`` and ``wait_seconds`` may be left out
+        ``claimed_ahead``, ``released``, ``unavailable`` and ``wait_seconds`` may be left out
         (taken as 0), and ``finished`` (done + failed), so that a display can be
         shown a document of the counts it shows; any other count is required.
         """
@@ -245,7 +248,7 @@ class QueueStatus(Mapping[str, int]):
             return document
         given = {name: document[name] for name in cls.names() if name in document}
         given.setdefault("finished", given["done"] + given["failed"])
-        return cls(**{"claimed_ahead": 0, "released": 0, "wait_seconds": 0, **given})
+        return cls(**{"claimed_ahead": 0, "released": 0, "unavailable": 0, "wait_seconds": 0, **given})
 
     def as_document(self) -> dict[str, int]:
         """The status Lambda's answer (JSON), and what ``status --json`` prints."""
@@ -278,6 +281,7 @@ class _FlagCounts:
     failed: int = 0
     live: int = 0
     released: int = 0
+    unavailable: int = 0
     longest_stale_in: float = 0.0
     # Live locks' owners, and the claims made ahead of one: about one each a worker.
     holders: dict[str, str] = field(default_factory=dict)
@@ -298,6 +302,8 @@ class _FlagCounts:
                     self.ahead.append((item.state.body.behind, item.state.body.behind_owner))
         elif item.state.released:
             self.released += 1
+            if item.state.body is not None and item.state.body.outcome == Outcome.UNAVAILABLE:
+                self.unavailable += 1
 
     def claimed_ahead(self) -> int:
         """The live claims made ahead whose group in front is still held by the same claim: they have not started."""
@@ -310,7 +316,8 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
     A group is done if it has a done flag; failed if it has a failed flag or
     its lock is marked failed; locked if a live holder has it; pending
     otherwise (a stale or released lock is pending: the next worker takes it;
-    ``released`` counts the handed-back ones among them). ``claimed_ahead``
+    ``released`` counts the handed-back ones among them, ``unavailable`` those
+    of them handed back because the processor raised ServiceUnavailable). ``claimed_ahead``
     counts the locked groups that no processor runs yet: a worker claimed
     them ahead while it still holds the group in front (which is running,
     or waiting out a retry backoff), so one worker may hold two locks.
@@ -340,6 +347,7 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
     live = min(found.live, groups - done - failed)
     finished = done + failed
     pending = groups - finished - live
+    released = min(found.released, pending)
     return QueueStatus(
         groups=groups,
         paths=paths,
@@ -352,7 +360,10 @@ def queue_status(backend: Backend, *, foreign_lock_timeout: float = FOREIGN_LOCK
         finished=finished,
         # Handed back (a run out of time, a signal, an operator): claimable
         # now, and to the drain loop a reason for another round.
-        released=min(found.released, pending),
+        released=released,
+        # Of those, handed back unrun because a service the processor needs was down (ServiceUnavailable):
+        # to the drain loop, after a round that finished nothing, a reason to stop rather than run another.
+        unavailable=min(found.unavailable, released),
         # Whole seconds (Step Functions' Wait takes integers), rounded up, and
         # past the store's clock resolution: by then every live lock that is
         # not renewed is stale.

@@ -55,7 +55,7 @@ class Breaker:
 class Failure:
     """A run that returned or raised without finishing its group: the processor raised, or it left work running."""
 
-    kind: Outcome  # ERROR or LEFTOVER
+    kind: Outcome  # ERROR, LEFTOVER, or UNAVAILABLE (the processor raised ServiceUnavailable)
     error: str
     # What the breaker compares: the same text for the same bug.
     bug: str
@@ -71,8 +71,18 @@ def failure_of(end: Returned | Raised) -> Failure | None:
     waited for (the in-process runner) before the worker heard of the end,
     and the run did not finish what it gave them.
     The error names what was left, and what the run raised, if it did.
+
+    A run that raised ServiceUnavailable is no failure of its group's, even
+    if it left work running: that was ended all the same, and the error says
+    so, but the group goes back unrun, no attempt used (its worker stops at
+    once, so no group loops on it).
     """
     raised = end if isinstance(end, Raised) else None
+    if raised is not None and raised.unavailable:
+        said = raised.error
+        if end.leftovers:
+            said = f"{said} (the run left {end.leftovers} running behind it, ended since)"[:MAX_ERROR_CHARS]
+        return Failure(Outcome.UNAVAILABLE, said, raised.error, raised.traceback, raised.frame)
     if not end.leftovers:
         return None if raised is None else Failure(Outcome.ERROR, raised.error, raised.error, raised.traceback, raised.frame)
 

@@ -131,9 +131,15 @@ class Worker:
     def has_time(self, reserve: float = 0.0) -> bool:
         return self.budget.has_time(reserve)
 
+    def _halted(self) -> StopReason | None:
+        """Why a run told this worker to claim nothing more -- the breaker tripped, or a service is down -- or None."""
+        if self._breaker.tripped:
+            return StopReason.PROCESSOR_FAILING
+        return self.group_runner.halted
+
     def _stopping(self, reserve: float = 0.0, *, record: bool = True) -> bool:
         """Whether to claim nothing more; ``record``, the reason goes in the report (not for a claim ahead, which only defers)."""
-        if self._breaker.tripped:
+        if self._halted() is not None:
             return True
         if self._stop_requested():
             if record:
@@ -184,13 +190,14 @@ class Worker:
             if self._ahead_pool is not None:
                 self._ahead_pool.shutdown()
                 self._ahead_pool = None
-        if not self._stop_requested() and self.report.stopped_reason != StopReason.TIME_LIMIT and not self._breaker.tripped:
+        if not self._stop_requested() and self.report.stopped_reason != StopReason.TIME_LIMIT and self._halted() is None:
             self._drain_waiting(walk)
+        halted = self._halted()
         if self._stop_requested():
             self.report.stopped_reason = StopReason.INTERRUPTED
-        elif self._breaker.tripped:
+        elif halted is not None:
             # Whatever ended the walk after it (the last group of the drain phase, say).
-            self.report.stopped_reason = StopReason.PROCESSOR_FAILING
+            self.report.stopped_reason = halted
         return self.report
 
     def _walk(self, walk: Walk) -> None:
@@ -207,9 +214,9 @@ class Worker:
                 # it once its walk is over, if nobody has finished it by then
                 # and it still has the time (see _drain_waiting).
                 walk.waiting[group.hash] = group
-            if claimed_ahead is not None and (outcome not in DONE_OR_FAILED or self._breaker.tripped):
-                # The group in front did not finish (handed back, lost, stopped), or the breaker tripped:
-                # the claim made behind it is given back, and walked to again.
+            if claimed_ahead is not None and (outcome not in DONE_OR_FAILED or self._halted() is not None):
+                # The group in front did not finish (handed back, lost, stopped), or a run halted the worker
+                # (the breaker, a service down): the claim made behind it is given back unrun, and walked to again.
                 self.claimer.give_back_ahead(claimed_ahead)
                 walk.upcoming.appendleft(claimed_ahead[0])
                 claimed_ahead = None

@@ -42,6 +42,10 @@ class WorkerReport:
     stopped_reason: StopReason = StopReason.RUNNING
     # With stopped_reason PROCESSOR_FAILING: the error every group it ran failed with.
     breaker_error: str | None = None
+    # Groups handed back unrun because the processor raised ServiceUnavailable (the worker stops at the first),
+    # and with stopped_reason SERVICE_UNAVAILABLE, its message. (After the fields a report always had, in their order.)
+    unavailable: int = 0
+    service_error: str | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()  # not a field: no part of the report's dict or of its equality
@@ -81,6 +85,8 @@ class WorkerReport:
                     self.interrupted += 1
                 case GroupOutcome.LOST:
                     self.lost_locks += 1
+                case GroupOutcome.UNAVAILABLE:
+                    self.unavailable += 1
                 case GroupOutcome.RELEASED:
                     pass
 

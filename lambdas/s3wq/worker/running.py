@@ -14,7 +14,7 @@ from s3wq.config import WorkerSettings
 from s3wq.host.run_ends import Returned
 from s3wq.host.runners import RunEnd, Runner, Stopped
 from s3wq.host.stopping import GracefulStop
-from s3wq.model import Group, GroupOutcome, Outcome, RunStop
+from s3wq.model import Group, GroupOutcome, Outcome, RunStop, StopReason
 from s3wq.protocol import clock
 from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.protocol.lease import LeaseKeeper
@@ -59,6 +59,8 @@ class GroupRunner:
         self.sleep = sleep
         # When a group handed back for a retry's pause may be tried again.
         self.retry_at: dict[str, float] = {}
+        # Set once a run says this worker must claim nothing more (SERVICE_UNAVAILABLE): the worker stops after it.
+        self.halted: StopReason | None = None
 
     def run(self, group: Group, claim: Claim, ahead: ClaimAhead | None, *, claimed_with: float | None) -> GroupOutcome:
         """Run the group until it is done, failed or given up here; record how it ended, once, and return that.
@@ -114,6 +116,8 @@ class GroupRunner:
                 self.breaker.disarm()
                 self.timing.run_seconds.append(ran)
                 return self.finisher.complete(group, claim, keeper.state, defer=ahead is not None, end=end)
+            if failure.kind == Outcome.UNAVAILABLE:
+                return self._service_unavailable(group, claim, failure)
             retry = self._after_failure(group, claim, failure)
             if isinstance(retry, GroupEnd):
                 return retry
@@ -177,6 +181,27 @@ class GroupRunner:
             # flag written now could land after its writes.
             end = Stopped(RunStop.LOST if keeper.state.lost else RunStop.EXPIRED)
         return end, ran
+
+    def _service_unavailable(self, group: Group, claim: Claim, failure: Failure) -> GroupEnd:
+        """The processor said a service it needs is down: the group goes back unrun, no attempt used, and the worker stops.
+
+        Neither an attempt nor the breaker's business: every group run now
+        would fail the same way through no fault of its own, and using up
+        their attempts would fail the queue for an outage. The lock is
+        released, so the group is claimable at once by a later worker.
+        """
+        # A warning, as a run that failed is: what stops the worker is said once, where it stops (the CLI, the handler).
+        log.warning(
+            "group %s: a service the processor needs is unavailable: %s; handed back unrun, and this worker stops",
+            group.hash,
+            failure.error,
+        )
+        if failure.traceback:
+            log.info("group %s traceback:\n%s", group.hash, failure.traceback.rstrip())
+        self.finisher.hand_back(claim, Outcome.UNAVAILABLE, counted=False, error=failure.error)
+        self.report.service_error = failure.error
+        self.halted = StopReason.SERVICE_UNAVAILABLE
+        return GroupEnd.of(GroupOutcome.UNAVAILABLE, claim)
 
     def _after_failure(self, group: Group, claim: Claim, failure: Failure) -> tuple[Claim, float] | GroupEnd:
         """After a run that raised or left work behind: the claim and budget of the next attempt here, or how the group ended."""
