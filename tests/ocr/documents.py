@@ -177,6 +177,9 @@ def documents() -> dict[str, bytes]:
         "skewed_columns.pdf": pdf([([], [full_page(columns_scan(skew=1.5))])]),
         "sidebar.pdf": pdf([([], [full_page(columns_scan(sidebar=True))])]),
         "layer.pdf": pdf([([Run(72, 100, BODY[0][0]), Run(72, 120, BODY[0][1])], []), ([Run(72, 100, BODY[1][0])], [])]),
+        # For the vlm and auto processors: a text-layer page, a clean scan, a table page; and a long text-layer PDF.
+        "vlm_mixed.pdf": pdf([([Run(72, 100, BODY[0][0]), Run(72, 120, BODY[0][1])], []), ([], [full_page(scan)]), (table_runs, [])]),
+        "vlm_long.pdf": pdf([([Run(72, 100, f"Page {n} of the long report."), Run(72, 120, BODY[n % 3][0])], []) for n in range(1, 41)]),
     }
 
 

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from s3wq.errors import BadInput
+from s3wq.processors.vlm.prompt import PROMPT, TEMPERATURES
 
 from .png import NotAPng, PngHeader, read_header
 
 # olmocr 0.4.27's pipeline: MAX_TOKENS in build_page_query, and the distinct values of TEMPERATURE_BY_ATTEMPT.
 OLMOCR_MAX_TOKENS = 8000
-OLMOCR_TEMPERATURES = (0.1, 0.2, 0.3, 0.5, 0.8, 0.9, 1.0)
+OLMOCR_TEMPERATURES = tuple(sorted(set(TEMPERATURES)))
 # The longest side may be a pixel off: a renderer scales a page's points to pixels and rounds.
 LONGEST_SIDE_SLACK = 1
 _KEYS = {"model", "messages", "max_tokens", "temperature"}
@@ -47,7 +48,7 @@ class Expectations:
     longest_side: int
     temperatures: tuple[float, ...] = OLMOCR_TEMPERATURES
     max_tokens: int = OLMOCR_MAX_TOKENS
-    prompt: str | None = None  # None: any text part
+    prompt: str | None = PROMPT  # olmocr's; None: any text part
     api_key: str | None = None  # None: no Authorization needed
 
 

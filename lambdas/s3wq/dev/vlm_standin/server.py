@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterable
 from typing import Self
 
+from s3wq.processors.vlm.prompt import PROMPT
 from s3wq.processors.vlm.settings import DEFAULT_LONGEST_SIDE, DEFAULT_MODEL
 
 from .answers import Reader
@@ -21,7 +22,7 @@ class StandIn:
     It is no model: it checks each request against what olmocr sends and answers in olmocr's format with made-up text
     (``reader``'s, when given: png bytes -> text). ``latency`` is each answer's time on the "GPU"; ``max_in_flight``
     caps the answers in progress (vLLM's --max-num-seqs), the rest waiting; ``api_key`` makes ``Authorization: Bearer``
-    required; ``prompt`` makes the text part checked. The port is bound when the object is made.
+    required; ``prompt`` is the text part required (olmocr's prompt; None: any). The port is bound when the object is made.
     """
 
     def __init__(
@@ -34,7 +35,7 @@ class StandIn:
         latency: float = 0.0,
         max_in_flight: int | None = None,
         api_key: str | None = None,
-        prompt: str | None = None,
+        prompt: str | None = PROMPT,
         reader: Reader | None = None,
         temperatures: Iterable[float] = OLMOCR_TEMPERATURES,
         max_tokens: int = OLMOCR_MAX_TOKENS,

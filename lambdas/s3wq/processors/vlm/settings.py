@@ -29,6 +29,10 @@ ENV_MAX_MODEL_PAGES = "S3WQ_VLM_MAX_MODEL_PAGES"
 ENV_MAX_TOKENS = "S3WQ_VLM_MAX_TOKENS"
 ENV_FALLBACK = "S3WQ_VLM_FALLBACK"
 ENV_MARKDOWN = "S3WQ_VLM_MARKDOWN"
+# What a hosted endpoint charges, in dollars per million tokens, for the run's modelled cost (0: not modelled). A
+# model server of one's own costs by the GPU hour instead: docs/deploy.md turns that into a cost per page.
+ENV_PRICE_INPUT = "S3WQ_VLM_PRICE_INPUT"
+ENV_PRICE_OUTPUT = "S3WQ_VLM_PRICE_OUTPUT"
 
 # olmocr's pipeline defaults (olmocr 0.4.27: --model, --max_page_retries, --target_longest_image_dim).
 DEFAULT_MODEL = "allenai/olmOCR-2-7B-1025-FP8"
@@ -81,6 +85,8 @@ class VlmSettings:
     max_tokens: int = DEFAULT_MAX_TOKENS
     fallback: Fallback = Fallback.OCR
     markdown: bool = False
+    price_input: float = 0.0
+    price_output: float = 0.0
 
     @property
     def completions_url(self) -> str:
@@ -103,6 +109,8 @@ class VlmSettings:
             max_tokens=_whole(environ, ENV_MAX_TOKENS, DEFAULT_MAX_TOKENS),
             fallback=_choice(environ, ENV_FALLBACK, Fallback, Fallback.OCR),
             markdown=_flag(environ, ENV_MARKDOWN),
+            price_input=_price(environ, ENV_PRICE_INPUT),
+            price_output=_price(environ, ENV_PRICE_OUTPUT),
         )
 
 
@@ -168,6 +176,19 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
         raise BadVlmSetting(f"{name}={raw!r} is not a number of seconds") from None
     if not 1.0 <= value <= 900.0:
         raise BadVlmSetting(f"{name}={value:g} is out of range (1 to 900 seconds)")
+    return value
+
+
+def _price(environ: Mapping[str, str], name: str) -> float:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadVlmSetting(f"{name}={raw!r} is not a price (dollars per million tokens)") from None
+    if not 0.0 <= value <= 1000.0:
+        raise BadVlmSetting(f"{name}={value:g} is out of range (0 to 1000 dollars per million tokens)")
     return value
 
 
