@@ -110,7 +110,7 @@ class WorkerStateMachine(Construct):
         defaults = sfn.Pass(
             self,
             "Defaults",
-            result=sfn.Result.from_object({"workers": settings.default_workers, "failureTolerance": 0}),
+            result=sfn.Result.from_object({"workers": settings.effective_default_workers, "failureTolerance": 0}),
             result_path="$.defaults",
         )
         read_input = sfn.Pass(
