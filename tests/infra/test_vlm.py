@@ -36,7 +36,7 @@ from s3wq import config
 from s3wq.processors.profiles import PROCESSOR_PROFILES
 from s3wq.processors.vlm import settings as vlm
 from s3wq_cdk.model_endpoint import IDLE_MINUTES
-from s3wq_cdk.settings import DeploySettings
+from s3wq_cdk.settings import CONTEXT_KEYS, DeploySettings
 from s3wq_cdk.vlm_settings import MAX_MODEL_LEN, VLLM_IMAGE
 
 # --- settings: one line each -------------------------------------------------------------------------
@@ -107,6 +107,12 @@ def test_app_py_stops_vlm_without_an_endpoint_in_one_line_with_exit_2(tmp_path):
     assert synth.returncode == 2, synth.stderr
     [error] = [line for line in synth.stderr.splitlines() if line.startswith("s3wq: error: ")]
     assert error.startswith("s3wq: error: processor 'vlm' needs its model's endpoint"), synth.stderr
+
+
+def test_every_vlm_setting_is_in_deploy_mds_table():
+    table = (REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8").split("## Settings", 1)[1].split("\n## ", 1)[0]
+    vlm_keys = [key for key in CONTEXT_KEYS if key.startswith("vlm")]
+    assert len(vlm_keys) == 12 and [key for key in vlm_keys if f"`{key}`" not in table] == []
 
 
 def test_the_sizes_are_for_waiting_on_the_model_and_a_fallback_page():
