@@ -17,8 +17,10 @@ desired count follows the queue:
   status never counted, a metric that stopped.
 
 A task takes minutes to serve (an instance, the image pull, the weights'
-download, the model's load); workers started meanwhile find the endpoint
-unavailable (503) and retry, or fall back to the CPU path.
+download, the model's load): the drain loop's first round waits until the
+load balancer has a healthy target (``serving_wait``, up to SERVING_WAIT),
+so that its workers do not meet a 503, hand their groups back unavailable
+and end the execution ServiceUnavailable.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from .network import WorkerNetwork
@@ -56,6 +60,11 @@ SHARED_MEMORY_MIB = 2048
 # An answer comes whole, after up to S3WQ_VLM_REQUEST_TIMEOUT (at most 900 s) of silence on the connection.
 IDLE_TIMEOUT = Duration.seconds(900)
 HEALTH_PATH = "/health"  # vLLM's: 200 once the model is loaded
+# How long the drain loop's first round waits for the endpoint to serve, asking every SERVING_POLL: an instance's start
+# (GPU capacity may take a few tries), the image, the weights, the model's load, then the load balancer's two checks.
+SERVING_WAIT = Duration.minutes(30)
+SERVING_POLL = Duration.seconds(30)
+NOT_SERVING = "ModelNotServing"
 # Between whole counts: a threshold on an integer at its half has no boundary case to read (a step's bounds are
 # inclusive on one side only, and which side depends on the alarm's direction).
 _HALF = 0.5
@@ -78,8 +87,9 @@ _SCALING_ROLE = "aws-service-role/ecs.application-autoscaling.amazonaws.com/AWSS
 
 
 class ModelEndpoint(Construct):
-    """Exposes ``url`` (S3WQ_VLM_ENDPOINT), ``load_balancer``, ``cluster``, ``auto_scaling_group``, ``capacity_provider``,
-    ``task_definition`` and ``service``; ``allow_from`` opens the endpoint to the workers, ``scale_with`` sets its scaling.
+    """Exposes ``url`` (S3WQ_VLM_ENDPOINT), ``load_balancer``, ``target_group``, ``cluster``, ``auto_scaling_group``,
+    ``capacity_provider``, ``task_definition`` and ``service``; ``allow_from`` opens the endpoint to the workers,
+    ``scale_with`` sets its scaling, ``serving_wait`` is the drain loop's wait for it.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings, network: WorkerNetwork):
@@ -247,7 +257,7 @@ class ModelEndpoint(Construct):
         )
         # open=False: no 0.0.0.0/0 rule; allow_from opens it to the workers alone.
         listener = load_balancer.add_listener("Http", port=ENDPOINT_PORT, protocol=elbv2.ApplicationProtocol.HTTP, open=False)
-        listener.add_targets(
+        self.target_group = listener.add_targets(
             "Vllm",
             port=VLLM_PORT,
             protocol=elbv2.ApplicationProtocol.HTTP,
@@ -258,6 +268,51 @@ class ModelEndpoint(Construct):
             deregistration_delay=Duration.seconds(30),
         )
         return load_balancer
+
+    def serving_wait(self) -> sfn.Parallel:
+        """WaitForModel, for the drain loop before its first round: until the load balancer has a healthy target, or SERVING_WAIT.
+
+        A count with groups remaining has just set the service going; workers started before a task serves would
+        meet a 503, hand their groups back unavailable, and end the execution ServiceUnavailable (orchestration.py).
+        A poll of DescribeTargetHealth that finds no healthy target fails the branch, and the retry is the loop: no
+        counter in the state, no function in the VPC.
+        """
+        describe = tasks.CallAwsService(
+            self,
+            "DescribeModelTargets",
+            service="elasticloadbalancingv2",
+            action="describeTargetHealth",
+            parameters={"TargetGroupArn": self.target_group.target_group_arn},
+            iam_action="elasticloadbalancing:DescribeTargetHealth",
+            iam_resources=["*"],  # DescribeTargetHealth supports no resource-level permissions
+            result_selector={"targets.$": "$.TargetHealthDescriptions"},  # always there, [] before a task registers
+            result_path="$.model",
+        )
+        # No JSONPath filter and no path that may be missing: either would be a States.Runtime error, which no Catch
+        # takes and which would end the execution. One check at a time: a target, then its state. At a start from
+        # none the first target is one of the new tasks, and the others start with it.
+        not_yet = sfn.Fail(self, "NotServingYet", error=NOT_SERVING, cause="The model endpoint has no healthy target yet")
+        healthy = (
+            sfn.Choice(self, "TargetHealthy")
+            .when(sfn.Condition.string_equals("$.model.targets[0].TargetHealth.State", "healthy"), sfn.Succeed(self, "Serving"))
+            .otherwise(not_yet)
+        )
+        serving = sfn.Choice(self, "ModelServing").when(sfn.Condition.is_present("$.model.targets[0]"), healthy).otherwise(not_yet)
+        wait = sfn.Parallel(
+            self,
+            "WaitForModel",
+            comment=f"Until the model endpoint serves (a healthy target), polled every {SERVING_POLL.to_seconds()} s for "
+            f"{SERVING_WAIT.to_minutes()} min",
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        wait.branch(describe.next(serving))
+        wait.add_retry(
+            errors=[NOT_SERVING],
+            interval=SERVING_POLL,
+            max_attempts=int(SERVING_WAIT.to_seconds() // SERVING_POLL.to_seconds()),
+            backoff_rate=1,
+        )
+        return wait
 
     def allow_from(self, workers: ec2.ISecurityGroup) -> None:
         """The workers may reach the endpoint's port, and nothing else of it."""

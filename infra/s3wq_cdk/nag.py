@@ -75,8 +75,8 @@ def _state_machine(state_machine: sfn.StateMachine) -> None:
             NagPackSuppression(
                 id="AwsSolutions-IAM5",
                 reason="Invoking a Lambda by its ARN with :* covers its versions and aliases; the Distributed Map starts and "
-                "describes its own child executions, whose names it generates; CloudWatch Logs delivery and X-Ray "
-                "support no resource-level permissions.",
+                "describes its own child executions, whose names it generates; CloudWatch Logs delivery, X-Ray and "
+                "the model endpoint's DescribeTargetHealth (vlmServe=ecs) support no resource-level permissions.",
                 applies_to=[
                     RegexAppliesTo(regex="/^Resource::<.*\\.Arn>:\\*$/"),
                     RegexAppliesTo(regex="/^Resource::\\*$/"),

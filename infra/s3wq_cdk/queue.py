@@ -71,7 +71,12 @@ class S3wqQueue(Construct):
         if self.model_endpoint is not None:
             self._serve_the_workers(self.model_endpoint)
         self.orchestration = WorkerStateMachine(
-            self, "Orchestration", worker=self.functions.worker, status=self.functions.status, settings=settings
+            self,
+            "Orchestration",
+            worker=self.functions.worker,
+            status=self.functions.status,
+            settings=settings,
+            before_rounds=self.model_endpoint.serving_wait() if self.model_endpoint else None,
         )
         state_machine = self.orchestration.state_machine
         self.functions.populate.add_environment(s3wq_config.ENV_STATE_MACHINE_ARN, state_machine.state_machine_arn)
@@ -89,11 +94,7 @@ class S3wqQueue(Construct):
         locations = s3wq_inputs.format_locations(self._inputs())
         for function in (self.functions.worker, self.functions.populate):
             function.add_environment(s3wq_config.ENV_INPUT_LOCATIONS, locations)
-        self._grant_worker()
-        self._grant_populate()
-        self._grant_status()
-        self._grant_kms()
-        self._grant_api_key_secret()
+        self._grants()
 
         manifests_prefix = f"{settings.workspace_prefix}/{MANIFESTS_DIR}"
         self.storage.bucket.add_event_notification(
@@ -108,8 +109,6 @@ class S3wqQueue(Construct):
             created_bucket=self.storage.bucket if self.storage.created else None,
             workspace_prefix=settings.workspace_prefix,
         )
-        if self.model_endpoint is not None:
-            suppress_endpoint_findings(self.model_endpoint)
 
     def _model_network(self, settings: DeploySettings) -> tuple[WorkerNetwork | None, ModelEndpoint | None]:
         """The vlm processors' model, when it is private (a VPC for the workers) or the stack's own (vLLM on ECS)."""
@@ -119,13 +118,14 @@ class S3wqQueue(Construct):
         return network, ModelEndpoint(self, "ModelEndpoint", settings=settings, network=network)
 
     def _serve_the_workers(self, endpoint: ModelEndpoint) -> None:
-        """The workers reach the endpoint's port alone; it scales with the workspace's backlog and the workers' concurrency."""
+        """The workers reach the endpoint's port alone; it scales with the workspace's backlog and the workers' concurrency; its nag findings."""
         assert self.network is not None and self.network.worker_security_group is not None  # made with vlmServe
         endpoint.allow_from(self.network.worker_security_group)
         endpoint.scale_with(
             backlog=backlog_metric(self.storage.workspace_uri),
             workers_running=self.functions.worker.metric("ConcurrentExecutions", statistic="Maximum", period=PERIOD),
         )
+        suppress_endpoint_findings(endpoint)
 
     def _outputs(self, manifests_prefix: str) -> None:
         """What `s3wq start --stack NAME` and a user read, under plain keys (OUTPUT_KEYS)."""
@@ -148,6 +148,13 @@ class S3wqQueue(Construct):
                 output.override_logical_id(output.node.id)
 
     # --- grants: each function gets its own actions on its own prefixes ---------------------------
+
+    def _grants(self) -> None:
+        self._grant_worker()
+        self._grant_populate()
+        self._grant_status()
+        self._grant_kms()
+        self._grant_api_key_secret()
 
     def _inputs(self) -> tuple[InputLocation, ...]:
         """Where populate and the worker read inputs: what the roles are granted and S3WQ_INPUT_LOCATIONS names.

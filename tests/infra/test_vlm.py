@@ -35,7 +35,7 @@ from support import REPO_ROOT
 from s3wq import config
 from s3wq.processors.profiles import PROCESSOR_PROFILES
 from s3wq.processors.vlm import settings as vlm
-from s3wq_cdk.model_endpoint import IDLE_MINUTES
+from s3wq_cdk.model_endpoint import IDLE_MINUTES, SERVING_WAIT
 from s3wq_cdk.settings import CONTEXT_KEYS, DeploySettings
 from s3wq_cdk.vlm_settings import MAX_MODEL_LEN, VLLM_IMAGE
 
@@ -321,6 +321,33 @@ def test_the_workers_reach_the_endpoint_on_its_port_alone_and_are_told_its_url(s
     assert [(r["SourceSecurityGroupId"], r["FromPort"]) for r in _rules(stack, task_group, "Ingress")] == [
         ({"Fn::GetAtt": [balancer_group, "GroupId"]}, 8000)
     ]
+
+
+def test_the_first_round_waits_until_the_endpoint_serves_and_only_for_it(synth):
+    """Workers started before a task serves would hand their groups back unavailable and end the execution ServiceUnavailable."""
+    stack = synth(VLM_SERVED)
+    states = stack.definition()["States"]
+    wait_name = states["AnythingToDo"]["Default"]
+    wait = states[wait_name]
+    assert wait["Type"] == "Parallel" and wait["Next"] == "NextRound" and wait["ResultPath"] is None
+    # Out of patience (or any error of the check), the round runs: the wait is never a stop.
+    assert [(c["ErrorEquals"], c["Next"]) for c in wait["Catch"]] == [(["States.ALL"], "NextRound")]
+    [retry] = wait["Retry"]
+    assert retry["IntervalSeconds"] * retry["MaxAttempts"] == SERVING_WAIT.to_seconds() and retry["BackoffRate"] == 1
+    [branch] = wait["Branches"]
+    describe = branch["States"][branch["StartAt"]]
+    assert describe["Resource"] == "arn:${AWS::Partition}:states:::aws-sdk:elasticloadbalancingv2:describeTargetHealth"
+    target_group = stack.one("AWS::ElasticLoadBalancingV2::TargetGroup")[0]
+    assert describe["Parameters"] == {"TargetGroupArn": "${%s}" % target_group}
+    # Not serving is the error the retry takes; serving ends the branch.
+    outcomes = {state["Type"]: state for state in branch["States"].values() if state["Type"] in ("Fail", "Succeed")}
+    assert outcomes["Fail"]["Error"] in retry["ErrorEquals"] and set(outcomes) == {"Fail", "Succeed"}
+    state_machine_role = stack.state_machine()[1]["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    assert {
+        r for s in stack.statements(state_machine_role) if "elasticloadbalancing:DescribeTargetHealth" in s.actions for r in s.resources
+    } == {"*"}
+    # A stack that serves no model goes straight to its round.
+    assert synth(VLM_ENDPOINT).definition()["States"]["AnythingToDo"]["Default"] == "NextRound"
 
 
 def test_its_own_vpc_has_private_subnets_and_an_s3_gateway_endpoint(synth):
