@@ -10,6 +10,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from s3wq import config as s3wq_config
+
 # Powertools' EMF metrics: namespace and the "service" dimension it adds.
 NAMESPACE = "s3wq"
 SERVICE_DIMENSION = {"service": "s3wq"}
@@ -19,6 +21,18 @@ PERIOD = Duration.minutes(1)
 def _queue_metric(name: str, statistic: str = "Sum", label: str | None = None) -> cloudwatch.Metric:
     return cloudwatch.Metric(
         namespace=NAMESPACE, metric_name=name, dimensions_map=SERVICE_DIMENSION, statistic=statistic, period=PERIOD, label=label or name
+    )
+
+
+def backlog_metric(workspace_uri: str) -> cloudwatch.Metric:
+    """The groups remaining at each count of the workspace (the status function's, s3wq.config.BACKLOG_METRIC): the most a minute."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name=s3wq_config.BACKLOG_METRIC,
+        dimensions_map={**SERVICE_DIMENSION, s3wq_config.WORKSPACE_DIMENSION: workspace_uri},
+        statistic="Maximum",
+        period=PERIOD,
+        label="groups remaining",
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from aws_cdk import Stack
 from aws_cdk import aws_lambda as lambda_
@@ -15,6 +15,9 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct, IConstruct
+
+if TYPE_CHECKING:
+    from .model_endpoint import ModelEndpoint
 
 
 def _js_regex(text: str) -> str:
@@ -47,7 +50,8 @@ def _roles(functions: Sequence[lambda_.Function], prefix: str) -> None:
                 reason=f"Object keys under the workspace prefix ({prefix}/...) and under the input prefixes are created at "
                 "run time, one per group, so they are granted by prefix, one action per statement. Populate may describe "
                 "only the executions it names itself (manifest-* and sources-*). X-Ray's PutTraceSegments and "
-                "PutTelemetryRecords support no resource-level permissions.",
+                "PutTelemetryRecords support no resource-level permissions, nor do the network-interface actions a worker "
+                "in a VPC needs (those of AWSLambdaVPCAccessExecutionRole, inline).",
                 applies_to=[
                     # <bucket>.Arn/<prefix>/<folder>/* (the bucket's logical ID is the user's when S3wqQueue gets one)
                     # and arn:...:s3:::<bucket>[/<prefix>]/*
@@ -71,8 +75,8 @@ def _state_machine(state_machine: sfn.StateMachine) -> None:
             NagPackSuppression(
                 id="AwsSolutions-IAM5",
                 reason="Invoking a Lambda by its ARN with :* covers its versions and aliases; the Distributed Map starts and "
-                "describes its own child executions, whose names it generates; CloudWatch Logs delivery and X-Ray "
-                "support no resource-level permissions.",
+                "describes its own child executions, whose names it generates; CloudWatch Logs delivery, X-Ray and "
+                "the model endpoint's DescribeTargetHealth (vlmServe=ecs) support no resource-level permissions.",
                 applies_to=[
                     RegexAppliesTo(regex="/^Resource::<.*\\.Arn>:\\*$/"),
                     RegexAppliesTo(regex="/^Resource::\\*$/"),
@@ -119,3 +123,56 @@ def _notifications_handler(queue: Construct) -> None:
             ],
             apply_to_children=True,
         )
+
+
+def suppress_endpoint_findings(endpoint: ModelEndpoint) -> None:
+    """The model endpoint's findings (model_endpoint.py), each on the resource it concerns."""
+    findings: list[tuple[IConstruct, str, str, list[str] | None]] = [
+        (
+            endpoint.auto_scaling_group,
+            "AwsSolutions-AS3",
+            "The GPU instances start and stop with the queue's backlog, managed by the cluster's capacity provider; each "
+            "scaling shows in the ECS service's events and the cluster's Container Insights, and no one acts on a "
+            "notification per instance.",
+            None,
+        ),
+        (
+            endpoint.task_definition,
+            "AwsSolutions-ECS2",
+            "The container's one environment variable is AWS_REGION, which CDK adds; the model and its settings are "
+            "command-line arguments, and nothing secret is passed to it.",
+            None,
+        ),
+        (
+            endpoint.load_balancer,
+            "AwsSolutions-ELB2",
+            "An internal load balancer that only the workers' security group may reach; each request is one page whose "
+            "outcome the worker records in its result, and the target group's CloudWatch metrics show requests, errors and "
+            "latency. Access logs would need a log bucket of their own for no one to read.",
+            None,
+        ),
+        (
+            endpoint.instance_role,
+            "AwsSolutions-IAM5",
+            "The ECS container agent's actions that take no narrower resource: ecs:Poll and StartTelemetrySession act on "
+            "container instances that exist only once they register (conditioned on this cluster), and "
+            "ecs:DiscoverPollEndpoint supports no resource-level permissions.",
+            ["Resource::*"],
+        ),
+    ]
+    execution_role = endpoint.task_definition.execution_role
+    if endpoint.pulls_from_ecr and execution_role is not None:
+        findings.append(
+            (
+                execution_role,
+                "AwsSolutions-IAM5",
+                "The task pulls its image from the ECR repository vlmImage names, granted by name; "
+                "ecr:GetAuthorizationToken, which every pull starts with, supports no resource-level permissions.",
+                ["Resource::*"],
+            )
+        )
+    for construct, rule, reason, applies_to in findings:
+        suppression = (
+            NagPackSuppression(id=rule, reason=reason, applies_to=applies_to) if applies_to else NagPackSuppression(id=rule, reason=reason)
+        )
+        NagSuppressions.add_resource_suppressions(construct, [suppression], apply_to_children=True)

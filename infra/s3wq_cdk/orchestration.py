@@ -65,8 +65,16 @@ class WorkerStateMachine(Construct):
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, worker: lambda_.IFunction, status: lambda_.IFunction, settings: DeploySettings
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        worker: lambda_.IFunction,
+        status: lambda_.IFunction,
+        settings: DeploySettings,
+        before_rounds: sfn.Parallel | None = None,
     ):
+        """``before_rounds``: what the first round waits for (the model endpoint the stack starts, to serve); its failure is no stop."""
         super().__init__(scope, construct_id)
         self._status = status
         self._settings = settings
@@ -96,8 +104,13 @@ class WorkerStateMachine(Construct):
         )
         summary = self._summary()
         self._rounds(next_round, run_workers, count_after, wait_for_locks, summary)
+        first_round: sfn.IChainable = next_round
+        if before_rounds is not None:
+            # Waited for, never required: out of patience, the round runs and its outcome says what the workers met.
+            before_rounds.add_catch(next_round, errors=["States.ALL"], result_path=sfn.JsonPath.DISCARD)
+            first_round = before_rounds.next(next_round)
         anything_to_do = (
-            sfn.Choice(self, "AnythingToDo").when(sfn.Condition.number_equals(status_path("remaining"), 0), summary).otherwise(next_round)
+            sfn.Choice(self, "AnythingToDo").when(sfn.Condition.number_equals(status_path("remaining"), 0), summary).otherwise(first_round)
         )
         check_input = self._check_input(bad_input, cap_workers, init)
         init.next(plan_workers).next(count_before).next(anything_to_do)
@@ -110,7 +123,7 @@ class WorkerStateMachine(Construct):
         defaults = sfn.Pass(
             self,
             "Defaults",
-            result=sfn.Result.from_object({"workers": settings.default_workers, "failureTolerance": 0}),
+            result=sfn.Result.from_object({"workers": settings.effective_default_workers, "failureTolerance": 0}),
             result_path="$.defaults",
         )
         read_input = sfn.Pass(

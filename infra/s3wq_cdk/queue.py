@@ -24,8 +24,10 @@ from s3wq.store import layout
 
 from .bundling import lambda_code
 from .functions import QueueFunctions
-from .monitoring import QueueMonitoring
-from .nag import suppress_findings
+from .model_endpoint import ModelEndpoint
+from .monitoring import PERIOD, QueueMonitoring, backlog_metric
+from .nag import suppress_endpoint_findings, suppress_findings
+from .network import WorkerNetwork
 from .orchestration import WorkerStateMachine
 from .runtime import PYTHON_VERSION, RUNTIME
 from .settings import DeploySettings, InputLocation
@@ -44,13 +46,17 @@ def _dir(key_prefix: str) -> str:
 
 
 class S3wqQueue(Construct):
-    """Exposes ``storage``, ``functions``, ``orchestration`` and ``monitoring``; one per stack (its outputs have plain keys)."""
+    """Exposes ``storage``, ``functions``, ``orchestration`` and ``monitoring``; one per stack (its outputs have plain keys).
+
+    With the vlm processors, ``network`` (the workers' VPC, or None) and ``model_endpoint`` (the stack's own, or None).
+    """
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings, bucket: s3.IBucket | None = None):
         super().__init__(scope, construct_id)
         _check(self, settings, bucket)
         self.settings = settings
         self.storage = WorkspaceStorage(self, "Storage", bucket_name=settings.bucket_name, prefix=settings.workspace_prefix, bucket=bucket)
+        self.network, self.model_endpoint = self._model_network(settings)
         code = lambda_code(runtime=RUNTIME, architecture=settings.architecture, bundle=settings.bundling)
         self.functions = QueueFunctions(
             self,
@@ -59,9 +65,18 @@ class S3wqQueue(Construct):
             worker_code=worker_code(self, settings, shared=code, python_version=PYTHON_VERSION),
             settings=settings,
             workspace_uri=self.storage.workspace_uri,
+            network=self.network,
+            model_endpoint=self.model_endpoint.url if self.model_endpoint else None,
         )
+        if self.model_endpoint is not None:
+            self._serve_the_workers(self.model_endpoint)
         self.orchestration = WorkerStateMachine(
-            self, "Orchestration", worker=self.functions.worker, status=self.functions.status, settings=settings
+            self,
+            "Orchestration",
+            worker=self.functions.worker,
+            status=self.functions.status,
+            settings=settings,
+            before_rounds=self.model_endpoint.serving_wait() if self.model_endpoint else None,
         )
         state_machine = self.orchestration.state_machine
         self.functions.populate.add_environment(s3wq_config.ENV_STATE_MACHINE_ARN, state_machine.state_machine_arn)
@@ -79,10 +94,7 @@ class S3wqQueue(Construct):
         locations = s3wq_inputs.format_locations(self._inputs())
         for function in (self.functions.worker, self.functions.populate):
             function.add_environment(s3wq_config.ENV_INPUT_LOCATIONS, locations)
-        self._grant_worker()
-        self._grant_populate()
-        self._grant_status()
-        self._grant_kms()
+        self._grants()
 
         manifests_prefix = f"{settings.workspace_prefix}/{MANIFESTS_DIR}"
         self.storage.bucket.add_event_notification(
@@ -97,6 +109,23 @@ class S3wqQueue(Construct):
             created_bucket=self.storage.bucket if self.storage.created else None,
             workspace_prefix=settings.workspace_prefix,
         )
+
+    def _model_network(self, settings: DeploySettings) -> tuple[WorkerNetwork | None, ModelEndpoint | None]:
+        """The vlm processors' model, when it is private (a VPC for the workers) or the stack's own (vLLM on ECS)."""
+        network = WorkerNetwork(self, "Network", settings=settings) if settings.worker_in_vpc else None
+        if settings.vlm_serve is None or network is None:
+            return network, None
+        return network, ModelEndpoint(self, "ModelEndpoint", settings=settings, network=network)
+
+    def _serve_the_workers(self, endpoint: ModelEndpoint) -> None:
+        """The workers reach the endpoint's port alone; it scales with the workspace's backlog and the workers' concurrency; its nag findings."""
+        assert self.network is not None and self.network.worker_security_group is not None  # made with vlmServe
+        endpoint.allow_from(self.network.worker_security_group)
+        endpoint.scale_with(
+            backlog=backlog_metric(self.storage.workspace_uri),
+            workers_running=self.functions.worker.metric("ConcurrentExecutions", statistic="Maximum", period=PERIOD),
+        )
+        suppress_endpoint_findings(endpoint)
 
     def _outputs(self, manifests_prefix: str) -> None:
         """What `s3wq start --stack NAME` and a user read, under plain keys (OUTPUT_KEYS)."""
@@ -119,6 +148,13 @@ class S3wqQueue(Construct):
                 output.override_logical_id(output.node.id)
 
     # --- grants: each function gets its own actions on its own prefixes ---------------------------
+
+    def _grants(self) -> None:
+        self._grant_worker()
+        self._grant_populate()
+        self._grant_status()
+        self._grant_kms()
+        self._grant_api_key_secret()
 
     def _inputs(self) -> tuple[InputLocation, ...]:
         """Where populate and the worker read inputs: what the roles are granted and S3WQ_INPUT_LOCATIONS names.
@@ -219,6 +255,12 @@ class S3wqQueue(Construct):
             (self.functions.status, ["kms:Decrypt"]),
         ):
             function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=keys, conditions=via_s3))
+
+    def _grant_api_key_secret(self) -> None:
+        """The worker reads the model's API key from its secret when it starts: that one secret, and nothing without one."""
+        secret = self.settings.vlm_api_key_secret
+        if secret is not None:
+            self.functions.worker.add_to_role_policy(iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[secret]))
 
     def _grant_status(self) -> None:
         index, locks, done = (_dir(p) + "*" for p in (layout.INDEX_CATALOG_KEY, layout.LOCKS_PREFIX, layout.DONE_PREFIX))

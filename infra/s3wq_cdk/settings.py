@@ -26,6 +26,7 @@ from s3wq.processors.ocr.settings import ENV_LANG, ENV_MODE, BadOcrSetting, OcrS
 from s3wq.processors.profiles import PROCESSOR_PROFILES, ProcessorProfile
 
 from .processor_source import ProcessorSource, ProcessorSourceError
+from .vlm_settings import model_instances, vlm_problems, worker_environment
 
 # A Distributed Map runs up to 10,000 children at once (the worker items come
 # from the status function, not from States.ArrayRange, which stops at 1,000).
@@ -63,7 +64,8 @@ class DeploySettings:
     # Reserved concurrency for the worker function: a run cannot take the
     # account's whole pool, and is guaranteed this much. None: unreserved.
     worker_reserved_concurrency: int | None = None
-    default_workers: int = s3wq_config.DEFAULT_WORKERS
+    # None: chosen for the processor (PROCESSOR_PROFILES), else s3wq's default (effective_default_workers).
+    default_workers: int | None = None
     max_rounds: int = 10
     max_attempts: int = s3wq_config.DEFAULT_MAX_ATTEMPTS
     # None: chosen for the processor (PROCESSOR_PROFILES), else DEFAULT_GROUP_SIZE (effective_group_size).
@@ -91,6 +93,22 @@ class DeploySettings:
     # The ocr processor's routing and scripts (S3WQ_OCR_MODE, S3WQ_OCR_LANG on the worker); None: its defaults.
     ocr_mode: str | None = None
     ocr_lang: str | None = None
+    # The vlm and auto processors' model (vlm_settings.py): an endpoint of the user's, or one the stack starts
+    # (vlm_serve="ecs"); the worker gets them as S3WQ_VLM_*. The API key is never a setting: the ARN of its secret is.
+    vlm_endpoint: str | None = None
+    vlm_model: str | None = None  # None: olmocr's (s3wq.processors.vlm.settings.DEFAULT_MODEL)
+    vlm_api_key_secret: str | None = None
+    vlm_in_flight: int | None = None
+    vlm_max_model_pages: int | None = None
+    # A VPC of the user's for the worker Lambdas (a private endpoint), or for the endpoint the stack starts.
+    vlm_vpc_id: str | None = None
+    vlm_subnet_ids: tuple[str, ...] = field(default_factory=tuple)
+    vlm_security_group_ids: tuple[str, ...] = field(default_factory=tuple)
+    vlm_serve: str | None = None
+    # The endpoint the stack starts; None: vlm_settings' DEFAULT_INSTANCE_TYPE, DEFAULT_MAX_INSTANCES, VLLM_IMAGE.
+    vlm_instance_type: str | None = None
+    vlm_max_instances: int | None = None
+    vlm_image: str | None = None
 
     # "Not set" stays None in the fields, so that dataclasses.replace(settings, processor="ocr")
     # still gets the new processor's sizes; everything that builds reads these two.
@@ -107,6 +125,24 @@ class DeploySettings:
         if self.group_size is not None:
             return self.group_size
         return self.profile.group_size if self.profile else DEFAULT_GROUP_SIZE
+
+    @property
+    def effective_default_workers(self) -> int:
+        """An execution's workers when its input names none: as set, else the processor's, else s3wq's default.
+
+        A processor whose pages wait on a model names one model instance's worth; the endpoint the stack starts runs
+        ``vlm_max_instances`` of them, and so that many times the workers.
+        """
+        if self.default_workers is not None:
+            return self.default_workers
+        if self.profile is None or self.profile.workers is None:
+            return s3wq_config.DEFAULT_WORKERS
+        return self.profile.workers * (model_instances(self) if self.vlm_serve is not None else 1)
+
+    @property
+    def worker_in_vpc(self) -> bool:
+        """Whether the worker Lambdas run in a VPC: the user's (vlmVpcId), or the one the endpoint the stack starts makes."""
+        return self.vlm_vpc_id is not None or self.vlm_serve is not None
 
     @property
     def profile(self) -> ProcessorProfile | None:
@@ -130,6 +166,9 @@ class DeploySettings:
         given overrides them, and what neither sets keeps this class's default.
         """
         values = dict(props)
+        for key, problem in REFUSED_CONTEXT_KEYS.items():
+            if scope.node.try_get_context(key) is not None:
+                raise ValueError(f"context {key!r}: {problem}")
         for key, (name, parse) in CONTEXT_KEYS.items():
             raw = scope.node.try_get_context(key)
             if raw is None or raw == "":
@@ -169,8 +208,14 @@ class DeploySettings:
             problems.append(f"maxWorkers must be between 1 and {MAX_WORKERS_LIMIT}, got {self.max_workers}")
         if self.worker_reserved_concurrency is not None and not 1 <= self.worker_reserved_concurrency <= MAX_WORKERS_LIMIT:
             problems.append(f"workerReservedConcurrency must be between 1 and {MAX_WORKERS_LIMIT}, got {self.worker_reserved_concurrency}")
-        if not 1 <= self.default_workers <= self.max_workers:
+        if self.default_workers is not None and not 1 <= self.default_workers <= self.max_workers:
             problems.append(f"defaultWorkers must be between 1 and maxWorkers ({self.max_workers}), got {self.default_workers}")
+        elif self.default_workers is None and self.effective_default_workers > self.max_workers:
+            per_instance = f" ({self.profile.workers} per model instance)" if self.profile and self.profile.workers else ""
+            problems.append(
+                f"processor {self.processor!r} runs {self.effective_default_workers} workers by default{per_instance}, "
+                f"more than maxWorkers ({self.max_workers}): raise maxWorkers, or set defaultWorkers"
+            )
         for name, value in (("maxRounds", self.max_rounds), ("maxAttempts", self.max_attempts), ("groupSize", self.effective_group_size)):
             if value < 1:
                 problems.append(f"{name} must be at least 1, got {value}")
@@ -215,21 +260,25 @@ class DeploySettings:
         return problems
 
     @property
-    def processor_environment(self) -> dict[str, str]:
-        """The worker's variables for the processor's own settings: the ones set, by their S3WQ_OCR_* names."""
+    def ocr_environment(self) -> dict[str, str]:
+        """The worker's variables for the ocr processor's settings: the ones set, by their S3WQ_OCR_* names."""
         named = {ENV_MODE: self.ocr_mode, ENV_LANG: self.ocr_lang}
         return {name: value for name, value in named.items() if value is not None}
 
+    def processor_environment(self, *, model_endpoint: str | None = None) -> dict[str, str]:
+        """The worker's variables for the processor's own settings (S3WQ_OCR_*, S3WQ_VLM_*); ``model_endpoint``: the stack's own."""
+        return {**self.ocr_environment, **worker_environment(self, self.vlm_endpoint or model_endpoint)}
+
     def _processor_problems(self) -> list[str]:
         problems = []
-        if self.processor_environment:
+        if self.ocr_environment:
             if self.processor != "ocr":
                 problems.append(f"ocrMode and ocrLang are the ocr processor's settings; processor is {self.processor!r}")
             try:
-                OcrSettings.from_env(self.processor_environment)
+                OcrSettings.from_env(self.ocr_environment)
             except BadOcrSetting as exc:
                 problems.append(str(exc).replace(ENV_MODE, "ocrMode").replace(ENV_LANG, "ocrLang"))
-        return problems + self._folder_problems()
+        return problems + vlm_problems(self) + self._folder_problems()
 
     def _folder_problems(self) -> list[str]:
         if self.processor_dir is not None:
@@ -266,6 +315,13 @@ def _bool(value: Any) -> bool:
     if text in ("false", "0", "no"):
         return False
     raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _id_list(value: Any) -> tuple[str, ...]:
+    """``subnet-a,subnet-b``, or a JSON list (cdk.json's, or ``-c 'vlmSubnetIds=["subnet-a"]'``)."""
+    if isinstance(value, str) and not value.strip().startswith("["):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return _string_list(value)
 
 
 def _input_locations(value: Any) -> tuple[InputLocation, ...]:
@@ -312,4 +368,20 @@ CONTEXT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "alarmTopicArn": ("alarm_topic_arn", str),
     "ocrMode": ("ocr_mode", str),
     "ocrLang": ("ocr_lang", str),
+    "vlmEndpoint": ("vlm_endpoint", str),
+    "vlmModel": ("vlm_model", str),
+    "vlmApiKeySecret": ("vlm_api_key_secret", str),
+    "vlmInFlight": ("vlm_in_flight", int),
+    "vlmMaxModelPages": ("vlm_max_model_pages", int),
+    "vlmVpcId": ("vlm_vpc_id", str),
+    "vlmSubnetIds": ("vlm_subnet_ids", _id_list),
+    "vlmSecurityGroupIds": ("vlm_security_group_ids", _id_list),
+    "vlmServe": ("vlm_serve", str),
+    "vlmInstanceType": ("vlm_instance_type", str),
+    "vlmMaxInstances": ("vlm_max_instances", int),
+    "vlmImage": ("vlm_image", str),
+}
+# Context keys that must never be given: a secret in context ends up in cdk.context.json, the template and the shell's history.
+REFUSED_CONTEXT_KEYS = {
+    "vlmApiKey": "the API key is never a setting: store it in Secrets Manager and give -c vlmApiKeySecret=ARN (the worker reads it at start)",
 }

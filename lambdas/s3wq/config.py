@@ -163,6 +163,11 @@ ENV_INPUT_LOCATIONS = "S3WQ_INPUT_LOCATIONS"
 ENV_MAX_INPUT_BYTES = "S3WQ_MAX_INPUT_BYTES"
 
 DEFAULT_WORKERS = 10
+# The status function publishes each count's groups remaining (not done, not failed: pending or running) as this metric,
+# in the s3wq namespace with the dimensions service=s3wq and workspace=S3WQ_WORKSPACE: the backlog a model endpoint the
+# stack starts scales on (s3wq_cdk.model_endpoint), one workspace's apart from another's.
+BACKLOG_METRIC = "GroupsRemaining"
+WORKSPACE_DIMENSION = "workspace"
 # A Distributed Map runs up to 10,000 child executions at once.
 MAX_WORKERS_PER_EXECUTION = 10_000
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
+from cfnlint.api import ManualArgs, lint_file
 from support import REPO_ROOT
 
 from s3wq_cdk.settings import DeploySettings
@@ -55,6 +56,38 @@ PROCESSOR_ZIP = {"processor": PROCESSOR_SPEC, "processorDir": str(PROCESSOR_DIR)
 PROCESSOR_IMAGE = {**PROCESSOR_ZIP, "workerImage": True}
 OCR = {"processor": "ocr"}
 WORKER_VARIANTS = {"processor-zip": PROCESSOR_ZIP, "processor-image": PROCESSOR_IMAGE, "ocr": OCR}
+# The vlm processors' model: an endpoint of the user's (its key in a secret), one in a VPC of theirs, one the stack starts.
+SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:s3wq/vlm-key-AbC123"
+VPC_ID = "vpc-0a1b2c3d4e5f60718"
+SUBNET_IDS = ("subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002")
+SECURITY_GROUP_ID = "sg-0a1b2c3d4e5f60003"
+ECR_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/mirror/vllm-openai:v0.11.2"
+VLM_ENDPOINT = {
+    "processor": "vlm",
+    "vlmEndpoint": "https://models.example.com/v1",
+    "vlmModel": "allenai/olmOCR-2-7B-1025-FP8",
+    "vlmApiKeySecret": SECRET_ARN,
+    "vlmInFlight": "8",
+    "vlmMaxModelPages": "500",
+}
+VLM_PRIVATE = {
+    "processor": "auto",
+    "vlmEndpoint": "http://10.0.3.7:8000/v1",
+    "vlmVpcId": VPC_ID,
+    "vlmSubnetIds": ",".join(SUBNET_IDS),
+    "vlmSecurityGroupIds": SECURITY_GROUP_ID,
+}
+VLM_SERVED = {"processor": "vlm", "vlmServe": "ecs", "vlmMaxInstances": "2"}
+# Served in the user's VPC, from their copy of the image in ECR, on another GPU type.
+VLM_SERVED_IN_VPC = {
+    "processor": "auto",
+    "vlmServe": "ecs",
+    "vlmVpcId": VPC_ID,
+    "vlmSubnetIds": list(SUBNET_IDS),
+    "vlmImage": ECR_IMAGE,
+    "vlmInstanceType": "g6e.xlarge",
+}
+VLM_VARIANTS = {"vlm-endpoint": VLM_ENDPOINT, "vlm-private": VLM_PRIVATE, "vlm-served": VLM_SERVED, "vlm-served-in-vpc": VLM_SERVED_IN_VPC}
 
 
 def cdk_json_context() -> dict:
@@ -104,6 +137,29 @@ def nag_reason(rule: dict) -> str:
     """cdk-nag stores a reason with non-ASCII characters base64-encoded and says so."""
     reason = rule.get("reason", "")
     return base64.b64decode(reason).decode("utf-8") if rule.get("is_reason_encoded") else reason
+
+
+def aws_solutions_findings(stack: StackUnderTest) -> list[str]:
+    """cdk-nag's AwsSolutions errors and warnings left unsuppressed: ``id: message`` each."""
+    annotations = Annotations.from_stack(stack.stack)
+    rule = Match.string_like_regexp("AwsSolutions-.*")
+    return [f"{message.id}: {message.entry.data}" for message in [*annotations.find_error("*", rule), *annotations.find_warning("*", rule)]]
+
+
+def nag_suppressions(stack: StackUnderTest) -> list[tuple[str, dict]]:
+    """(where, rule) for every cdk-nag suppression in the template's metadata."""
+    found = [("stack", rule) for rule in stack.json.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])]
+    for logical_id, resource in stack.resources.items():
+        found += [(logical_id, rule) for rule in resource.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])]
+    return found
+
+
+def cfn_lint_errors(stack: StackUnderTest, folder: Path) -> list[str]:
+    """cfn-lint's errors on the template (written into ``folder``); its warnings are allowed."""
+    path = folder / "template.json"
+    path.write_text(json.dumps(stack.json, indent=1))
+    matches = lint_file(path, config=ManualArgs(regions=["us-east-1"]))
+    return [f"{match.rule.id} {'/'.join(map(str, match.path))}: {match.message}" for match in matches if match.rule.severity == "error"]
 
 
 @dataclass(frozen=True)

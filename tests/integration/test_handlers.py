@@ -16,6 +16,7 @@ from helpers.lambda_context import LambdaContext
 from support import run_cli
 
 from s3wq.config import (
+    BACKLOG_METRIC,
     ENV_AUTO_START,
     ENV_GROUP_SIZE,
     ENV_GROUP_TIMEOUT,
@@ -25,6 +26,7 @@ from s3wq.config import (
     ENV_STATE_MACHINE_ARN,
     ENV_WORKERS,
     ENV_WORKSPACE,
+    WORKSPACE_DIMENSION,
 )
 from s3wq.dev.samples import sample_text
 from s3wq.errors import BadInput, BucketNotFound, ConfigError, S3wqError, StorageError
@@ -488,6 +490,25 @@ def test_status_of_an_empty_workspace_is_all_zero(lambda_env):
         "unavailable": 0,
         "wait_seconds": 0,
     }
+
+
+def test_a_count_publishes_the_workspaces_backlog_and_planning_the_map_publishes_nothing(
+    lambda_env, bucket, s3_backend, monkeypatch, capsys
+):
+    """The metric a model endpoint the stack starts scales on (s3wq_cdk.model_endpoint): by name, namespace and dimensions."""
+    WorkIndex(s3_backend).populate([f"s3://{bucket}/inputs/doc-{n}.txt" for n in range(3)], group_size=1)
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # as on Lambda
+    capsys.readouterr()
+
+    status.handler({}, LambdaContext(30))
+    status.handler({"worker_items": 4}, LambdaContext(30))
+
+    blobs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    [blob] = blobs
+    [directive] = blob["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "s3wq" and [sorted(dimensions) for dimensions in directive["Dimensions"]] == [["service", "workspace"]]
+    assert [metric["Name"] for metric in directive["Metrics"]] == [BACKLOG_METRIC]
+    assert (blob[BACKLOG_METRIC], blob[WORKSPACE_DIMENSION], blob["service"]) == (3, f"s3://{bucket}/ws", "s3wq")
 
 
 @pytest.mark.parametrize("workers", [1, 1500, 10_000])

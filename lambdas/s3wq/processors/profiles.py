@@ -30,6 +30,10 @@ class ProcessorProfile:
     worker_memory_mb: int
     group_size: int
     module: str = ""  # the module that defines the processor function (of the profile's name); "": s3wq.processors.<name>.processor
+    # An execution's workers (the Distributed Map's concurrency) when the user sets none: for a processor whose pages wait
+    # on a model, what one model instance serves well (a deployment that starts N instances runs N times as many). None:
+    # s3wq's own default.
+    workers: int | None = None
 
 
 PROCESSOR_PROFILES: dict[str, ProcessorProfile] = {
@@ -46,13 +50,38 @@ PROCESSOR_PROFILES: dict[str, ProcessorProfile] = {
     # an input error (processors/ocr/time_shares.py), the group done.
     "ocr": ProcessorProfile(extra="ocr", requirements_file="requirements-ocr.txt", worker_memory_mb=1769, group_size=5),
     # vlm and auto: the vlm extra is the ocr extra's packages (ocr's decoder opens and renders the pages; a page the model
-    # cannot read falls back to ocr's CPU path), so their worker installs the same pinned file. The worker waits on the
-    # model rather than computing; its memory is the ocr engine's, which a fallback page loads (and auto's CPU pages use).
-    # TODO(#30): measured figures for memory and group size.
+    # cannot read falls back to ocr's CPU path), so their worker installs the same pinned file.
+    # Sized for waiting, not computing. A vlm worker spends most of its time waiting on the model with S3WQ_VLM_IN_FLIGHT
+    # pages (16) in flight; what it computes is each page's render and its base64 (tens of ms), and, for a page the model
+    # could not read, ocr's CPU path: ~2.4 s on one core at a peak RSS of ~1.3 GB. That fallback sets the floor, not the
+    # waiting: 1769 MB (Lambda's one full vCPU) holds the engine, the 16 pages in flight (under 20 MB) and the host with
+    # ~0.4 GB to spare, and below it a fallback page would run on a fraction of a core. auto runs the CPU path on most of
+    # its pages, so it is the ocr worker (1769 MB, one vCPU: the engine runs one thread), the model only for hard pages.
+    # The timeout stays Lambda's 900 s (settings.LAMBDA_MAX_TIMEOUT_SECONDS): a waiting worker costs its memory by the
+    # second either way, and a long invocation starts the image and the processor host once for many groups.
+    # Group size 5, as ocr: five 20-page documents are 100 pages; at 16 in flight and ~10 s a model page (an L4 with
+    # olmOCR's 7B model, answers of ~1,000 tokens), about 60 s, so a worker finishes several groups an invocation and a
+    # retry repeats little; auto's CPU pages make it ocr's 240 s at worst.
+    # Workers (the Map's concurrency): the model is the bottleneck, not Lambda. One L4 (24 GB) batches ~50 pages at once:
+    # beside the ~9 GB of FP8 weights its KV cache holds ~175,000 tokens at 56 KB each, ~3,500 a page (the image's ~1,700
+    # and the answer). vlm runs 4 workers x 16 in flight per model instance, which keeps it full (vLLM queues the few
+    # beyond, well inside S3WQ_VLM_REQUEST_TIMEOUT); an auto worker reads ~0.4 pages/s on its core and sends the model perhaps
+    # 1 in 10 of them, so 16 auto workers load one instance less than 4 vlm workers do.
+    # TODO(#30): measured figures (pages/s per worker and per instance, peak RSS with 16 in flight, the fallback's share).
     "vlm": ProcessorProfile(
-        extra="vlm", requirements_file="requirements-ocr.txt", worker_memory_mb=1769, group_size=5, module="s3wq.processors.vlm.processor"
+        extra="vlm",
+        requirements_file="requirements-ocr.txt",
+        worker_memory_mb=1769,
+        group_size=5,
+        module="s3wq.processors.vlm.processor",
+        workers=4,
     ),
     "auto": ProcessorProfile(
-        extra="vlm", requirements_file="requirements-ocr.txt", worker_memory_mb=1769, group_size=5, module="s3wq.processors.vlm.processor"
+        extra="vlm",
+        requirements_file="requirements-ocr.txt",
+        worker_memory_mb=1769,
+        group_size=5,
+        module="s3wq.processors.vlm.processor",
+        workers=16,
     ),
 }
