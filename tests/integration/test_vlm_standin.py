@@ -28,9 +28,9 @@ import yaml
 from helpers.png_images import encode, page_png, page_rows, turned
 
 from s3wq.dev.vlm_standin import RemoteStandIn, StandIn, Step
+from s3wq.processors.vlm.prompt import PROMPT  # olmocr's, which the stand-in requires by default
 
 MODEL = "test/olmocr-standin"
-from s3wq.processors.vlm.prompt import PROMPT  # olmocr's, which the stand-in requires by default
 
 FIELDS = {"primary_language", "is_rotation_valid", "rotation_correction", "is_table", "is_diagram"}
 
