@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib.util
 import os
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from s3wq.cli.execution import follow_showing_progress
+from s3wq.cli.processor_flags import VLM_PROCESSORS
 from s3wq.errors import BadInput, MissingExtra
 from s3wq.processors import importable_from_current_directory, load_processor
+from s3wq.processors.vlm.settings import ENV_ENDPOINT, BadVlmSetting, endpoint_of
 
 # The local cloud's server runs moto's server app, which needs moto and what
 # moto's own [server] extra brings (Flask); ``pip install 's3wq[local]'`` installs both.
@@ -36,17 +42,37 @@ def cmd_local_demo(args: argparse.Namespace) -> int:
     from s3wq.dev.localcloud.demo import run_demo
 
     where = _processor(args)
-    return run_demo(
-        workers=args.workers,
-        inputs=args.inputs,
-        group_size=args.group_size,
-        processor=args.processor,
-        as_json=args.json,
-        **where,
-        **_kept_logs(args.keep_logs),
-        # The demo is followed with the progress display: the local cloud (dev/) imports nothing of the command line.
-        follow=functools.partial(follow_showing_progress, show=not args.json),
-    )
+    say = functools.partial(print, file=sys.stderr if args.json else sys.stdout, flush=True)  # --json: stdout is the summary's
+    with _model_endpoint(args, say) as environment:
+        return run_demo(
+            workers=args.workers,
+            inputs=args.inputs,
+            group_size=args.group_size,
+            processor=args.processor,
+            as_json=args.json,
+            **where,
+            **_kept_logs(args.keep_logs),
+            # The demo is followed with the progress display: the local cloud (dev/) imports nothing of the command line.
+            follow=functools.partial(follow_showing_progress, show=not args.json),
+            worker_environment=environment,
+        )
+
+
+def _model_endpoint(args: argparse.Namespace, say: Callable[[str], None]) -> AbstractContextManager[dict[str, str]]:
+    """The worker's S3WQ_VLM_* variables for ``--processor vlm|auto``: ``--vlm-endpoint``, checked, or a stand-in's; else none."""
+    from s3wq.dev.localcloud.vlm import vlm_environment
+
+    if args.processor not in VLM_PROCESSORS:
+        if args.vlm_endpoint is not None:
+            raise BadInput(f"--vlm-endpoint is the vlm and auto processors' setting; --processor is {args.processor!r}")
+        return contextlib.nullcontext({})
+    endpoint = None
+    if args.vlm_endpoint is not None:
+        try:
+            endpoint = endpoint_of(args.vlm_endpoint)
+        except BadVlmSetting as exc:
+            raise BadInput(str(exc).replace(f"{ENV_ENDPOINT}=", "--vlm-endpoint=").replace(f"{ENV_ENDPOINT} ", "--vlm-endpoint ")) from None
+    return vlm_environment(endpoint, say=say)
 
 
 def _processor(args: argparse.Namespace) -> dict[str, Any]:
@@ -100,11 +126,13 @@ def cmd_local_up(args: argparse.Namespace) -> int:
     from s3wq.dev.localcloud.demo import run_up
 
     where = _processor(args)
-    return run_up(
-        port=args.port,
-        workers=args.workers,
-        group_size=args.group_size,
-        processor=args.processor,
-        **where,
-        **_kept_logs(args.keep_logs),
-    )
+    with _model_endpoint(args, functools.partial(print, flush=True)) as environment:
+        return run_up(
+            port=args.port,
+            workers=args.workers,
+            group_size=args.group_size,
+            processor=args.processor,
+            **where,
+            **_kept_logs(args.keep_logs),
+            worker_environment=environment,
+        )

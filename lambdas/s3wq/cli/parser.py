@@ -10,6 +10,7 @@ from s3wq.cli.execution import DEFAULT_STACK_NAME
 from s3wq.cli.inspect_commands import cmd_failures, cmd_inspect
 from s3wq.cli.local_commands import cmd_local_demo, cmd_local_up
 from s3wq.cli.output import EXIT_BAD_INPUT, WORK_EXIT_CODES
+from s3wq.cli.processor_flags import VLM_EXAMPLE, add_ocr_arguments, add_vlm_arguments
 from s3wq.cli.repair_commands import cmd_release_locks, cmd_requeue_failed, cmd_reset
 from s3wq.cli.run_commands import cmd_populate, cmd_start, cmd_work
 from s3wq.cli.status_commands import cmd_status
@@ -27,7 +28,6 @@ from s3wq.config import (
     RETRY_BACKOFF_SECONDS,
 )
 from s3wq.processors import BUILTIN_NAMES
-from s3wq.processors.ocr.settings import OcrMode
 
 WORKSPACE_HELP = "s3://bucket/prefix, or a local directory"
 FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -180,6 +180,7 @@ def _add_work(sub) -> None:
         "work",
         "Run one worker until the queue is empty or its time budget is spent.",
         "s3wq work s3://my-bucket/run1 --processor mypkg.ocr:process_group --time-limit 900",
+        VLM_EXAMPLE,
     )
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("--worker-id", help="name recorded in locks and flags (default: random)")
@@ -207,7 +208,8 @@ def _add_work(sub) -> None:
         help="on an S3 workspace, read local paths the index names (refused by default: anyone who may write the workspace writes its index)",
     )
     _add_input_locations(p, "read")
-    _add_ocr_arguments(p)
+    add_ocr_arguments(p)
+    add_vlm_arguments(p)
     p.add_argument(
         "--max-input-bytes",
         type=positive_int,
@@ -218,15 +220,6 @@ def _add_work(sub) -> None:
     )
     p.epilog = f"{p.epilog}\n{WORK_EXIT_CODES}"
     p.set_defaults(func=cmd_work)
-
-
-def _add_ocr_arguments(p: argparse.ArgumentParser) -> None:
-    """The ocr processor's routing and scripts, as S3WQ_OCR_MODE and S3WQ_OCR_LANG set them (the flag wins over the variable)."""
-    modes = "auto (default) judges a page's text layer and OCRs it where it does not read as text; force OCRs every page"
-    p.add_argument("--ocr-mode", choices=[m.value for m in OcrMode], help=f"with --processor ocr: {modes}; text-layer takes any layer")
-    p.add_argument(
-        "--ocr-lang", metavar="LANGS", help="with --processor ocr: languages or scripts kept, e.g. en,fr or latin,greek (default en)"
-    )
 
 
 def _add_lease_arguments(p: argparse.ArgumentParser) -> None:
@@ -379,7 +372,12 @@ def _local_command(local_sub, name: str, help_: str, example: str) -> argparse.A
     p.add_argument(
         "--processor",
         default="text",
-        help="processor (default text); ocr runs the worker with what its container image carries, built for this machine (pip)",
+        help="processor (default text); ocr, vlm and auto run the worker with what its container image carries, built for this machine (pip)",
+    )
+    p.add_argument(
+        "--vlm-endpoint",
+        metavar="URL",
+        help="with --processor vlm or auto: the model's OpenAI-compatible endpoint (default: a stand-in run here, whose answers are made up)",
     )
     p.add_argument(
         "--processor-dir",

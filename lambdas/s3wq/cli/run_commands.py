@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import uuid
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from s3wq.cli.execution import concurrency_warning, find_stack, follow_showing_progress, start_execution
 from s3wq.cli.output import EXIT_FAILED, EXIT_OK, EXIT_SERVICE_UNAVAILABLE, emit, printable, with_requests
+from s3wq.cli.processor_flags import set_ocr_settings, set_vlm_settings
 from s3wq.cli.workspace import input_policy, open_workspace
 from s3wq.config import WorkerSettings
 from s3wq.errors import BadInput, BadProcessorFolder, BadSource
@@ -24,7 +24,6 @@ from s3wq.index.sources import SourceExpander
 from s3wq.model import StopReason
 from s3wq.processors import importable_from_current_directory
 from s3wq.processors.folder import holds_module, shipped_files, top_module
-from s3wq.processors.ocr.settings import ENV_LANG, ENV_MODE, BadOcrSetting, OcrSettings
 from s3wq.store import S3Backend, open_backend, uri_mistake
 from s3wq.wording import plural as _plural
 from s3wq.worker import Worker
@@ -143,7 +142,8 @@ def processor_in_folder(spec: str, folder: Path) -> None:
 def cmd_work(args: argparse.Namespace) -> int:
     if args.processor_dir is not None:  # before the workspace is opened: a folder refused changes nothing and starts nothing
         processor_in_folder(args.processor, args.processor_dir)
-    _set_ocr_settings(args)
+    set_ocr_settings(args)
+    set_vlm_settings(args)
     settings = _worker_settings(args)
     position = _position(args)
     backend = open_workspace(args.workspace)
@@ -181,21 +181,6 @@ def cmd_work(args: argparse.Namespace) -> int:
         ),
     )
     return _work_exit_code(args, settings, report, stop)
-
-
-def _set_ocr_settings(args: argparse.Namespace) -> None:
-    """``--ocr-mode`` and ``--ocr-lang`` into this process's environment, which the processor host inherits; checked first."""
-    named = {ENV_MODE: args.ocr_mode, ENV_LANG: args.ocr_lang}
-    given = {name: value for name, value in named.items() if value is not None}
-    if not given:
-        return
-    if args.processor != "ocr":
-        raise BadInput(f"--ocr-mode and --ocr-lang are the ocr processor's settings; --processor is {args.processor!r}")
-    try:
-        OcrSettings.from_env(given)
-    except BadOcrSetting as exc:
-        raise BadInput(str(exc).replace(ENV_LANG, "--ocr-lang").replace(ENV_MODE, "--ocr-mode")) from None
-    os.environ.update(given)
 
 
 def _work_exit_code(args: argparse.Namespace, settings: WorkerSettings, report, stop: GracefulStop) -> int:

@@ -15,7 +15,7 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -105,9 +105,15 @@ def run_demo(
     log_dir: Path | None = None,
     keep_logs: bool = False,
     follow: Follower = follow_execution,
+    worker_environment: Mapping[str, str] | None = None,
 ) -> int:
     cloud = LocalCloud(
-        extra_pythonpath=extra_pythonpath, processor=asset_source, log_dir=log_dir, keep_logs=keep_logs, check_processor=True
+        extra_pythonpath=extra_pythonpath,
+        processor=asset_source,
+        log_dir=log_dir,
+        keep_logs=keep_logs,
+        check_processor=True,
+        worker_environment=worker_environment,
     )
     with StopSignals() as signals:
         try:
@@ -249,10 +255,17 @@ def run_up(
     asset_source: AssetSource | None = None,
     log_dir: Path | None = None,
     keep_logs: bool = False,
+    worker_environment: Mapping[str, str] | None = None,
 ) -> int:
     """Keep the local cloud running until a stop signal (exit 0) or until its server dies (exit 1); say where the logs are either way."""
     cloud = LocalCloud(
-        port=port, log_dir=log_dir, keep_logs=keep_logs, extra_pythonpath=extra_pythonpath, processor=asset_source, check_processor=True
+        port=port,
+        log_dir=log_dir,
+        keep_logs=keep_logs,
+        extra_pythonpath=extra_pythonpath,
+        processor=asset_source,
+        check_processor=True,
+        worker_environment=worker_environment,
     )
     with StopSignals() as signals:
         try:
