@@ -7,14 +7,18 @@ port (s3wq.dev.vlm_standin). The flags set S3WQ_VLM_* for the processor host, ch
 from __future__ import annotations
 
 import json
+import os
+import re
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from support import run_cli
 
 from s3wq.cli.output import EXIT_SERVICE_UNAVAILABLE
+from s3wq.dev.localcloud.asset import CACHE_ENV
 from s3wq.dev.samples import make_pdf
 from s3wq.dev.vlm_standin import StandIn
 
@@ -134,3 +138,28 @@ def test_an_endpoint_that_is_down_stops_the_worker_with_exit_69_and_nothing_fail
     assert "is unavailable" in line and "nothing failed" in line, line
     status = json.loads(run_cli("status", str(workspace), "--json").stdout)
     assert (status["done"], status["failed"], status["pending"]) == (0, 0, 2), status
+
+
+def test_the_vlm_demo_says_its_endpoint_is_a_stand_in_and_does_the_work(tmp_path_factory):
+    # The dev venv runs the demo; the worker runs from the asset its image would carry (pip, cached for the session).
+    base = tmp_path_factory.getbasetemp()
+    cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "s3wq-ocr-asset-cache"
+    cache.mkdir(exist_ok=True)
+
+    demo = subprocess.run(
+        [sys.executable, "-m", "s3wq", "local", "demo", "--processor", "vlm", "--inputs", "4", "--workers", "2", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, CACHE_ENV: str(cache)},
+    )
+
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    (line,) = [line for line in demo.stderr.splitlines() if line.startswith("vlm: ")]
+    assert re.fullmatch(
+        r"vlm: no --vlm-endpoint given: using a stand-in endpoint at http://127\.0\.0\.1:\d+/v1 \(not a model: .*\)", line
+    ), line
+    summary = json.loads(demo.stdout)
+    assert summary["execution_status"] == "SUCCEEDED"
+    assert (summary["status"]["done"], summary["status"]["failed"], summary["status"]["remaining"]) == (2, 0, 0), summary
+    assert summary["sample_result"]["source"].endswith(".pdf"), summary["sample_result"]

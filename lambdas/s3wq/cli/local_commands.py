@@ -43,7 +43,7 @@ def cmd_local_demo(args: argparse.Namespace) -> int:
 
     where = _processor(args)
     say = functools.partial(print, file=sys.stderr if args.json else sys.stdout, flush=True)  # --json: stdout is the summary's
-    with _model_endpoint(args, say) as environment:
+    with _model_endpoint(args, say) as vlm_endpoint:
         return run_demo(
             workers=args.workers,
             inputs=args.inputs,
@@ -54,25 +54,25 @@ def cmd_local_demo(args: argparse.Namespace) -> int:
             **_kept_logs(args.keep_logs),
             # The demo is followed with the progress display: the local cloud (dev/) imports nothing of the command line.
             follow=functools.partial(follow_showing_progress, show=not args.json),
-            worker_environment=environment,
+            vlm_endpoint=vlm_endpoint,
         )
 
 
-def _model_endpoint(args: argparse.Namespace, say: Callable[[str], None]) -> AbstractContextManager[dict[str, str]]:
-    """The worker's S3WQ_VLM_* variables for ``--processor vlm|auto``: ``--vlm-endpoint``, checked, or a stand-in's; else none."""
-    from s3wq.dev.localcloud.vlm import vlm_environment
+def _model_endpoint(args: argparse.Namespace, say: Callable[[str], None]) -> AbstractContextManager[str | None]:
+    """The model's endpoint for ``--processor vlm|auto``: ``--vlm-endpoint``, checked, or a stand-in's; else None."""
+    from s3wq.dev.localcloud.vlm import model_endpoint
 
     if args.processor not in VLM_PROCESSORS:
         if args.vlm_endpoint is not None:
             raise BadInput(f"--vlm-endpoint is the vlm and auto processors' setting; --processor is {args.processor!r}")
-        return contextlib.nullcontext({})
+        return contextlib.nullcontext(None)
     endpoint = None
     if args.vlm_endpoint is not None:
         try:
             endpoint = endpoint_of(args.vlm_endpoint)
         except BadVlmSetting as exc:
             raise BadInput(str(exc).replace(f"{ENV_ENDPOINT}=", "--vlm-endpoint=").replace(f"{ENV_ENDPOINT} ", "--vlm-endpoint ")) from None
-    return vlm_environment(endpoint, say=say)
+    return model_endpoint(endpoint, say=say)
 
 
 def _processor(args: argparse.Namespace) -> dict[str, Any]:
@@ -126,7 +126,7 @@ def cmd_local_up(args: argparse.Namespace) -> int:
     from s3wq.dev.localcloud.demo import run_up
 
     where = _processor(args)
-    with _model_endpoint(args, functools.partial(print, flush=True)) as environment:
+    with _model_endpoint(args, functools.partial(print, flush=True)) as vlm_endpoint:
         return run_up(
             port=args.port,
             workers=args.workers,
@@ -134,5 +134,5 @@ def cmd_local_up(args: argparse.Namespace) -> int:
             processor=args.processor,
             **where,
             **_kept_logs(args.keep_logs),
-            worker_environment=environment,
+            vlm_endpoint=vlm_endpoint,
         )

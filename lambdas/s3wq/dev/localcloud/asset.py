@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -236,9 +237,12 @@ except ProcessorNotFound as exc:
 """
 
 
-def check_loads(asset: TaskAsset, spec: str) -> None:
-    """Raise BadInput naming the problem when ``spec`` does not load from ``asset`` (a function misspelt, a requirement missing)."""
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(asset.path), "PYTHONSAFEPATH": "1"}
+def check_loads(asset: TaskAsset, spec: str, environment: Mapping[str, str] | None = None) -> None:
+    """Raise BadInput naming the problem when ``spec`` does not load from ``asset`` (a function misspelt, a requirement missing).
+
+    ``environment``: the worker's own variables (a processor's settings), which its ``prepare()`` checks.
+    """
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(asset.path), "PYTHONSAFEPATH": "1", **(environment or {})}
     result = subprocess.run([asset.python, "-c", _LOAD, spec], env=env, capture_output=True, text=True, check=False, cwd=asset.path[0])
     if result.returncode != 0:
         raise BadInput((result.stderr.strip().splitlines() or [f"processor {spec!r} does not load from its asset"])[-1])

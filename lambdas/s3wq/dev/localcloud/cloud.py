@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
@@ -13,9 +12,9 @@ from s3wq.dev.local_s3 import LocalServer
 from s3wq.dev.localcloud.asset import CACHE_ENV, AssetSource, build_task_asset, check_loads
 from s3wq.dev.localcloud.deploy import LocalStack, deploy, synthesize
 from s3wq.dev.localcloud.runner import TaskAsset
+from s3wq.processors.vlm.settings import ENV_ENDPOINT
 
 DEFAULT_BUCKET = "s3wq-local"
-WORKER_FUNCTION = "Worker"  # in the worker function's logical id, and no other's
 
 
 class LocalCloud(LocalServer):
@@ -31,8 +30,8 @@ class LocalCloud(LocalServer):
     the pip part of that asset is kept in ``asset_cache`` (default: the
     S3WQ_LOCAL_ASSET_CACHE folder, else this cloud's own folder).
 
-    ``worker_environment`` is added to the deployed worker function's variables (a processor's settings the stack
-    has no context for, such as S3WQ_VLM_ENDPOINT), as ``aws lambda update-function-configuration`` adds them on AWS.
+    ``vlm_endpoint`` is the model's endpoint for ``--processor vlm`` or ``auto``: deployed as ``-c vlmEndpoint``,
+    and in the environment the processor is checked to load in (its ``prepare()`` needs it).
     """
 
     name = "local cloud"
@@ -48,7 +47,7 @@ class LocalCloud(LocalServer):
         processor: AssetSource | None = None,
         asset_cache: Path | None = None,
         check_processor: bool = False,
-        worker_environment: Mapping[str, str] | None = None,
+        vlm_endpoint: str | None = None,
     ):
         super().__init__(port)
         self.extra_pythonpath = extra_pythonpath
@@ -65,7 +64,7 @@ class LocalCloud(LocalServer):
             log_dir = Path(tempfile.mkdtemp(prefix="s3wq-localcloud-logs-")) if keep_logs else Path(self._tmp.name) / "logs"
         self.log_dir = Path(log_dir)
         self.stack: LocalStack | None = None
-        self.worker_environment = dict(worker_environment or {})
+        self.vlm_endpoint = vlm_endpoint
 
     def command(self) -> list[str]:
         extra = [arg for path in self.extra_pythonpath for arg in ("--pythonpath", path)]
@@ -79,7 +78,8 @@ class LocalCloud(LocalServer):
         if self.processor is not None and self.asset is None:
             asset = build_task_asset(self.processor, into=Path(self._tmp.name), cache=self.asset_cache)
             if self.check_processor:
-                check_loads(asset, self.processor.spec)
+                environment = {ENV_ENDPOINT: self.vlm_endpoint} if self.vlm_endpoint else None  # what prepare() checks
+                check_loads(asset, self.processor.spec, environment)
             self.asset = asset
         return super().start(timeout)
 
@@ -92,9 +92,9 @@ class LocalCloud(LocalServer):
         context = dict(context or {})
         if self.processor is not None:
             context.update(self.processor.deploy_context())
+        if self.vlm_endpoint:
+            context["vlmEndpoint"] = self.vlm_endpoint
         self.stack = deploy(synthesize(context), endpoint=self.endpoint, bucket_name=bucket_name)
-        if self.worker_environment:
-            _add_worker_environment(self.client("lambda"), self.stack, self.worker_environment)
         return self.stack
 
     def __enter__(self) -> Self:
@@ -111,10 +111,3 @@ class LocalCloud(LocalServer):
             super().__exit__(*exc)
         finally:
             self._tmp.cleanup()
-
-
-def _add_worker_environment(lambda_client: Any, stack: LocalStack, environment: Mapping[str, str]) -> None:
-    for logical, name in stack.functions.items():
-        if WORKER_FUNCTION in logical:
-            variables = lambda_client.get_function_configuration(FunctionName=name).get("Environment", {}).get("Variables", {})
-            lambda_client.update_function_configuration(FunctionName=name, Environment={"Variables": {**variables, **environment}})

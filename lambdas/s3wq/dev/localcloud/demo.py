@@ -15,7 +15,7 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -105,7 +105,7 @@ def run_demo(
     log_dir: Path | None = None,
     keep_logs: bool = False,
     follow: Follower = follow_execution,
-    worker_environment: Mapping[str, str] | None = None,
+    vlm_endpoint: str | None = None,
 ) -> int:
     cloud = LocalCloud(
         extra_pythonpath=extra_pythonpath,
@@ -113,7 +113,7 @@ def run_demo(
         log_dir=log_dir,
         keep_logs=keep_logs,
         check_processor=True,
-        worker_environment=worker_environment,
+        vlm_endpoint=vlm_endpoint,
     )
     with StopSignals() as signals:
         try:
@@ -255,7 +255,7 @@ def run_up(
     asset_source: AssetSource | None = None,
     log_dir: Path | None = None,
     keep_logs: bool = False,
-    worker_environment: Mapping[str, str] | None = None,
+    vlm_endpoint: str | None = None,
 ) -> int:
     """Keep the local cloud running until a stop signal (exit 0) or until its server dies (exit 1); say where the logs are either way."""
     cloud = LocalCloud(
@@ -265,7 +265,7 @@ def run_up(
         extra_pythonpath=extra_pythonpath,
         processor=asset_source,
         check_processor=True,
-        worker_environment=worker_environment,
+        vlm_endpoint=vlm_endpoint,
     )
     with StopSignals() as signals:
         try:

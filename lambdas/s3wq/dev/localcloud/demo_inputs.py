@@ -121,7 +121,7 @@ class Results:
             if metadata.get("content_type") == "application/pdf" and not record.get("error") and not _ocr_pages(record):
                 return {
                     "result": f"{self.backend.uri}/{key}",
-                    "source": record["source"],
+                    "source": metadata.get("Source-File", record["source"]),  # olmocr's Dolma: its source is "olmocr"
                     "pages": _page_count(metadata),
                     "text": record["text"][:160],
                 }

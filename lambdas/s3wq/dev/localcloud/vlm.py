@@ -5,8 +5,7 @@ does, and the demo says so on a line of its own: its answers are made up, not a 
 importable here, the stand-in's answer to a page is s3wq's CPU OCR of the page's image, so the demo's text is the
 page's; otherwise it is the stand-in's own text.
 
-The endpoint reaches the worker function as S3WQ_VLM_ENDPOINT, which the local cloud sets on it after the deploy
-(LocalCloud's ``worker_environment``).
+The endpoint is deployed as the stack's ``vlmEndpoint``, which the worker function gets as S3WQ_VLM_ENDPOINT.
 """
 
 from __future__ import annotations
@@ -16,20 +15,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from s3wq.dev.vlm_standin import StandIn
-from s3wq.processors.vlm.settings import ENV_ENDPOINT
 
 
 @contextmanager
-def vlm_environment(endpoint: str | None, *, say: Callable[[str], None]) -> Iterator[dict[str, str]]:
-    """The worker's S3WQ_VLM_* variables for ``endpoint`` (checked by the caller), or for a stand-in run until the block ends."""
+def model_endpoint(endpoint: str | None, *, say: Callable[[str], None]) -> Iterator[str]:
+    """``endpoint`` (checked by the caller), or a stand-in's, run until the block ends."""
     if endpoint:
-        yield {ENV_ENDPOINT: endpoint}
+        yield endpoint
         return
     reader = page_reader()
     with StandIn(reader=reader) as standin:
         text = "s3wq's CPU OCR of each page" if reader else "made up"
         say(f"vlm: no --vlm-endpoint given: using a stand-in endpoint at {standin.url} (not a model: its answers are {text})")
-        yield {ENV_ENDPOINT: standin.url}
+        yield standin.url
 
 
 def page_reader() -> Callable[[bytes], str] | None:
