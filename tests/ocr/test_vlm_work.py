@@ -163,3 +163,21 @@ def test_the_vlm_demo_says_its_endpoint_is_a_stand_in_and_does_the_work(tmp_path
     assert summary["execution_status"] == "SUCCEEDED"
     assert (summary["status"]["done"], summary["status"]["failed"], summary["status"]["remaining"]) == (2, 0, 0), summary
     assert summary["sample_result"]["source"].endswith(".pdf"), summary["sample_result"]
+
+
+READ_A_SCAN = """
+import io, json
+from s3wq.dev.samples import draw_scan
+from s3wq.dev.localcloud.vlm import page_reader
+image = draw_scan(["The quick brown fox jumps", "over the lazy dog"], dpi=150, inches=(6.0, 2.0))
+png = io.BytesIO()
+image.save(png, format="PNG")
+print(json.dumps(page_reader()(png.getvalue())))
+"""
+
+
+def test_where_the_ocr_extra_is_importable_the_demo_s_stand_in_answers_with_the_page_s_ocr(ocr_python):
+    read = subprocess.run([str(ocr_python), "-c", READ_A_SCAN], capture_output=True, text=True, timeout=300, env=ocr_env())
+
+    assert read.returncode == 0, read.stderr[-3000:]
+    assert json.loads(read.stdout).split() == "The quick brown fox jumps over the lazy dog".split()
