@@ -249,7 +249,7 @@ class WorkerStateMachine(Construct):
                     self,
                     "TooManyFailedGroups",
                     error="TooManyFailedGroups",
-                    cause="More groups failed than failureTolerance allows; see failed_flags/",
+                    cause="More groups failed than failureTolerance allows; list them with: s3wq failures WORKSPACE (the stack's WorkspaceUri output)",
                 ),
             )
             .when(

@@ -220,6 +220,9 @@ def test_too_many_failed_groups_fails_the_execution(stack):
     for fail in verdicts:
         assert graph.reaches(run_workers, fail), f"{fail} cannot follow a round"
     assert any(graph.states[name]["Type"] == "Succeed" for name in graph.reachable(run_workers)), "a drained queue cannot succeed"
+    for fail in verdicts:
+        # What an operator runs next, named: not a prefix of the bucket to list by hand.
+        assert "s3wq failures" in graph.states[fail]["Cause"] and "failed_flags/" not in graph.states[fail]["Cause"]
 
 
 def test_groups_handed_back_in_a_round_without_progress_get_another_round_not_a_verdict(stack):

@@ -7,6 +7,7 @@ import argparse
 from s3wq import __version__
 from s3wq.cli.arguments import locations, non_negative_float, non_negative_int, port, positive_float, positive_int, processor_dir
 from s3wq.cli.execution import DEFAULT_STACK_NAME
+from s3wq.cli.group_lists import STATUS_EXAMPLES, add_list_arguments
 from s3wq.cli.inspect_commands import cmd_failures, cmd_inspect
 from s3wq.cli.local_commands import cmd_local_demo, cmd_local_up
 from s3wq.cli.output import EXIT_BAD_INPUT, WORK_EXIT_CODES
@@ -123,7 +124,7 @@ def _add_populate(sub) -> None:
 
 def _add_status(sub) -> None:
     p = _command(
-        sub, "status", "Count groups: done, failed, locked and pending; --watch follows a run.", "s3wq status s3://my-bucket/run1 --watch"
+        sub, "status", "Count groups: done, failed, locked and pending; --watch follows a run; --list STATE lists them.", *STATUS_EXAMPLES
     )
     p.add_argument("workspace", help=WORKSPACE_HELP)
     p.add_argument("--watch", action="store_true", help="follow until nothing is pending or locked (a progress bar on a terminal)")
@@ -133,6 +134,7 @@ def _add_status(sub) -> None:
         action="store_true",
         help="with --watch: wait for an index to appear (a manifest just uploaded, populate still to run) instead of failing",
     )
+    add_list_arguments(p)
     p.set_defaults(func=cmd_status)
 
 

@@ -25,6 +25,7 @@ from s3wq.model import StopReason
 from s3wq.processors import importable_from_current_directory
 from s3wq.processors.folder import holds_module, shipped_files, top_module
 from s3wq.store import S3Backend, open_backend, uri_mistake
+from s3wq.wording import CONFLICTS_MEANING
 from s3wq.wording import plural as _plural
 from s3wq.worker import Worker
 
@@ -176,8 +177,9 @@ def cmd_work(args: argparse.Namespace) -> int:
         lambda d: (
             f"{d['worker_id']}: processed {d['processed']}"
             + (f" ({_plural(d['input_errors'], 'input error')}: s3wq failures {args.workspace} --inputs)" if d["input_errors"] else "")
-            + f", failed {d['failed']}, conflicts {d['conflicts']}, "
-            f"reclaimed {d['reclaimed']}; stopped: {d['stopped_reason']}"
+            + f", failed {d['failed']}, conflicts {d['conflicts']}"
+            + (f" ({CONFLICTS_MEANING})" if d["conflicts"] else "")
+            + f", reclaimed {d['reclaimed']}; stopped: {d['stopped_reason']}"
         ),
     )
     return _work_exit_code(args, settings, report, stop)

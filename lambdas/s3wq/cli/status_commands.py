@@ -7,6 +7,7 @@ import json
 import sys
 import time
 
+from s3wq.cli.group_lists import check_list_options, list_status
 from s3wq.cli.output import EXIT_FAILED, EXIT_OK, emit, printable, printable_lines
 from s3wq.cli.progress import RunProgress
 from s3wq.cli.workspace import open_workspace
@@ -119,6 +120,9 @@ def _wait_for_index(backend, interval: float, errors: ManifestErrorWatch) -> Non
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    check_list_options(args)
+    if args.list is not None:
+        return list_status(args, open_indexed_workspace(args.workspace))
     backend = open_workspace(args.workspace)
     if args.wait_for_index and not args.watch:
         raise BadInput("--wait-for-index goes with --watch")
