@@ -16,6 +16,9 @@ from s3wq.store import parse_s3_uri, uri_mistake
 # The Lambda maximum. The CDK stack gives the worker function this timeout
 # and the same value as its lease, so a Lambda worker never renews its lease.
 DEFAULT_TIME_LIMIT_SECONDS = 900.0
+# `s3wq work` with no time limit (--time-limit 0, and its default on a terminal): a year. A number, not
+# infinity, so that every deadline, budget and lock body derived from it stays one (JSON has no Infinity).
+UNLIMITED_TIME_SECONDS = 366 * 86400.0
 # A command-line worker's lease, when its time limit is longer: a worker
 # that dies holds its group this long at most, and a run that lasts longer
 # renews the lease every third of it.

@@ -375,8 +375,11 @@ def test_local_up_on_a_port_in_use_says_so(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        line = one_error_line(run_cli("local", "up", "--port", str(port), cwd=tmp_path))
+        result = run_cli("local", "up", "--port", str(port), cwd=tmp_path)
+        line = one_error_line(result)
     assert line == f"s3wq: error: port {port} is already in use; choose another with --port, or leave --port out for a free one"
+    # A cloud that never started wrote no logs: nothing was "removed", and no line says so.
+    assert result.stdout == ""
 
 
 def test_an_unreadable_directory_is_permission_denied_not_empty():

@@ -344,6 +344,9 @@ def test_a_worker_drains_the_queue_with_the_text_processor(lambda_env, s3_client
         body = s3_backend.read(layout.result_key(group.hash)).body.decode("utf-8")
         records = [json.loads(line) for line in body.splitlines()]
         assert [(r["source"], r["text"]) for r in records] == [(p, docs[p]) for p in group.paths]
+        assert {r["metadata"]["processor"]["name"] for r in records} == {"text"}
+        # The done flag names the processor that made the group, as a command-line worker's does.
+        assert json.loads(s3_backend.read(layout.done_key(group.hash)).body)["processor"] == "text"
 
 
 def test_a_processor_that_raises_fails_its_group_and_the_invocation_still_returns(

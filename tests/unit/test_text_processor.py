@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import time
 from pathlib import Path
@@ -15,11 +16,14 @@ from s3wq.index import WorkIndex
 from s3wq.model import Group
 from s3wq.ops.problems import workspace_problems
 from s3wq.processors import ProcessorContext, text
+from s3wq.processors.builtins import processor_account
 from s3wq.store import layout
 from s3wq.worker import Worker
 
 PDF_PAGES = [["Invoice 2024-001", "Total due: 42 EUR (net)"], ["Page two says hello"]]
 UNICODE_TEXT = "Grüße aus Köln — naïve café, 東京, ✓\nsecond line\n"
+# Who made a text record: s3wq's text processor, at the version installed (as the ocr record names itself).
+TEXT_ACCOUNT = {"name": "text", "version": importlib.metadata.version("s3wq")}
 PNG_BYTES = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
 
 
@@ -75,6 +79,7 @@ def test_a_pdf_becomes_its_text_with_page_count_size_and_digest(local_backend, i
         "sha256": hashlib.sha256(data).hexdigest(),
         "content_type": "application/pdf",
         "pages": 2,
+        "processor": TEXT_ACCOUNT,
     }
 
 
@@ -91,6 +96,7 @@ def test_a_utf8_text_file_is_kept_exactly_and_written_unescaped(local_backend, i
         "sha256": hashlib.sha256(data).hexdigest(),
         "content_type": "text/plain",
         "pages": None,
+        "processor": TEXT_ACCOUNT,
     }
     # The result object is UTF-8 JSON, not \\u escapes.
     assert "Grüße aus Köln" in local_backend.read(layout.result_key(group.hash)).body.decode("utf-8")
@@ -113,7 +119,7 @@ def test_a_missing_input_is_an_error_record(local_backend, tmp_path):
 
     assert record["source"] == path
     assert record["text"] is None
-    assert record["metadata"] == {}
+    assert record["metadata"] == {"processor": TEXT_ACCOUNT}
     assert "does not exist" in record["error"]
 
 
@@ -136,6 +142,7 @@ def test_a_corrupt_pdf_is_an_error_record_with_its_metadata(local_backend, input
         "sha256": hashlib.sha256(data).hexdigest(),
         "content_type": "application/pdf",
         "pages": None,
+        "processor": TEXT_ACCOUNT,
     }
 
 
@@ -145,9 +152,20 @@ def test_an_unsupported_binary_is_an_error_record(local_backend, inputs):
     _, [record] = run_text(local_backend, [path])
 
     assert record["text"] is None
-    assert record["error"] == "unsupported content type image/png"
+    # An image is the ocr processor's: the error says so, with the flag that runs it.
+    assert record["error"].startswith("unsupported content type image/png: ")
+    assert "use the ocr processor for images (--processor ocr; -c processor=ocr on Lambda)" in record["error"]
     assert record["metadata"]["content_type"] == "image/png"
     assert record["metadata"]["bytes"] == len(PNG_BYTES)
+
+
+def test_every_text_record_names_its_processor_and_version(local_backend, inputs, tmp_path):
+    paths = inputs(a_txt=b"plain", b_jpg=b"\xff\xd8\xff\xe0 not much of a photo")
+    _, records = run_text(local_backend, [*paths, str(tmp_path / "inputs" / "gone.txt")])
+
+    assert [record["metadata"]["processor"] for record in records] == [TEXT_ACCOUNT] * 3
+    assert processor_account("text") == TEXT_ACCOUNT
+    assert "unsupported content type image/jpeg: " in records[1]["error"] and "--processor ocr" in records[1]["error"]
 
 
 def test_a_worker_completes_a_group_of_good_and_bad_inputs_with_one_line_per_input_in_order(local_backend, inputs, tmp_path):

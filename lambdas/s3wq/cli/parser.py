@@ -228,9 +228,10 @@ def _add_lease_arguments(p: argparse.ArgumentParser) -> None:
     """How long a worker runs, and how long its locks and olmocr's are honoured."""
     p.add_argument(
         "--time-limit",
-        type=positive_float,
-        default=DEFAULT_TIME_LIMIT_SECONDS,
-        help=f"seconds this worker may run (default {DEFAULT_TIME_LIMIT_SECONDS:.0f}, the Lambda maximum)",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="seconds this worker may run; 0: no limit (default: none when stdin and stdout are a terminal, "
+        f"else {DEFAULT_TIME_LIMIT_SECONDS:.0f}, the Lambda maximum, as in a script, a CI job or a container)",
     )
     p.add_argument(
         "--lease",

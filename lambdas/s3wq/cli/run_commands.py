@@ -13,6 +13,7 @@ from pathlib import Path
 from s3wq.cli.execution import concurrency_warning, find_stack, follow_showing_progress, start_execution
 from s3wq.cli.output import EXIT_FAILED, EXIT_OK, EXIT_SERVICE_UNAVAILABLE, emit, printable, with_requests
 from s3wq.cli.processor_flags import set_ocr_settings, set_vlm_settings
+from s3wq.cli.work_ends import stop_advice, time_limit_of, time_limit_shown
 from s3wq.cli.workspace import input_policy, open_workspace
 from s3wq.config import WorkerSettings
 from s3wq.errors import BadInput, BadProcessorFolder, BadSource
@@ -107,7 +108,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 def _worker_settings(args: argparse.Namespace) -> WorkerSettings:
     return WorkerSettings(
-        time_limit=args.time_limit,
+        time_limit=time_limit_of(args),
         lease=args.lease,
         foreign_lock_timeout=args.foreign_lock_timeout,
         max_attempts=args.max_attempts,
@@ -166,11 +167,12 @@ def cmd_work(args: argparse.Namespace) -> int:
                 position=position,
                 stop=stop,
                 require_index=True,
+                processor_name=args.processor,
             )
             report = worker.run()
         finally:
             host.close()
-    doc = with_requests(backend, report.to_dict())
+    doc = with_requests(backend, {**report.to_dict(), "time_limit": time_limit_shown(settings)})
     emit(
         args,
         doc,
@@ -182,6 +184,9 @@ def cmd_work(args: argparse.Namespace) -> int:
             + f", reclaimed {d['reclaimed']}; stopped: {d['stopped_reason']}"
         ),
     )
+    if not stop.requested:
+        for line in stop_advice(args, backend, settings, report):
+            print(f"s3wq: {printable(line)}", file=sys.stderr)
     return _work_exit_code(args, settings, report, stop)
 
 

@@ -75,6 +75,7 @@ def handler(event: Any, context: Any) -> dict:
         position=index / workers,
         remaining_time=lambda: remaining_seconds(context),
         observer=PowertoolsObserver(worker_id),
+        processor_name=rt.config.processor,
     )
     report = worker.run()
     metrics.add_metric(name="LocksReclaimed", unit=MetricUnit.Count, value=report.reclaimed)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import io
 import mimetypes
 from pathlib import Path
@@ -60,6 +62,24 @@ def no_text_layer(blank: list[int], pages: int) -> str:
     )
 
 
+def unsupported(content_type: str) -> str:
+    """What an input ``text`` cannot read is told: an image goes to the ocr processor, which reads PNG, JPEG and TIFF."""
+    told = f"unsupported content type {content_type}"
+    if content_type.startswith("image/"):
+        return f"{told}: the text processor reads PDFs' text layers and text files; use the ocr processor for images (--processor ocr; -c processor=ocr on Lambda)"
+    return told
+
+
+@functools.cache
+def processor_account(name: str) -> dict[str, str]:
+    """Who made a built-in's record, as its ``metadata.processor``: the processor's name and s3wq's version (as the ocr record's)."""
+    try:
+        version = importlib.metadata.version("s3wq")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        version = "unknown"
+    return {"name": name, "version": version}
+
+
 class ExtractionFailed(Exception):
     """One input could not be turned into text; it becomes an error record, not a failed group."""
 
@@ -87,7 +107,7 @@ def text(group: Group, ctx: ProcessorContext) -> None:
             data = ctx.read_input(path)
         except InputNotFound as exc:
             ctx.record_input_error(path, str(exc))
-            records.append({**record, "metadata": {}, "error": str(exc)})
+            records.append({**record, "metadata": {"processor": processor_account("text")}, "error": str(exc)})
             continue
         content_type = content_type_of(path, data)
         metadata: dict[str, Any] = {
@@ -95,6 +115,7 @@ def text(group: Group, ctx: ProcessorContext) -> None:
             "sha256": hashlib.sha256(data).hexdigest(),
             "content_type": content_type,
             "pages": None,
+            "processor": processor_account("text"),
         }
         try:
             if content_type == "application/pdf":
@@ -105,7 +126,7 @@ def text(group: Group, ctx: ProcessorContext) -> None:
             elif content_type.startswith("text/") or content_type == "application/json":
                 record["text"] = text_of(data)
             else:
-                raise ExtractionFailed(f"unsupported content type {content_type}")
+                raise ExtractionFailed(unsupported(content_type))
         except ExtractionFailed as exc:
             ctx.record_input_error(path, str(exc))
             record["error"] = str(exc)

@@ -116,9 +116,12 @@ class ClaimProtocol:
         worker_id: str,
         lease_seconds: float,
         foreign_lock_timeout: float = FOREIGN_LOCK_TIMEOUT_SECONDS,
+        processor: str | None = None,
     ):
         self.backend = backend
         self.worker_id = worker_id
+        # The processor's name, written in each done flag (None: none is).
+        self.processor = processor
         self.lease_seconds = lease_seconds
         self.foreign_lock_timeout = foreign_lock_timeout
         self.clock_resolution = getattr(backend, "clock_resolution_seconds", 0.0)
@@ -286,7 +289,13 @@ class ClaimProtocol:
         was lost (the SDK's retry then finds the flag) still counts as ours.
         """
         return flags.write_done(
-            self.backend, claim.hash, owner=claim.owner, worker_id=self.worker_id, attempt=claim.attempt, input_errors=input_errors
+            self.backend,
+            claim.hash,
+            owner=claim.owner,
+            worker_id=self.worker_id,
+            attempt=claim.attempt,
+            input_errors=input_errors,
+            processor=self.processor,
         )
 
     def finalize_failed(

@@ -36,16 +36,36 @@ def finished_by(backend: Backend, hash_: str, owner: str | None) -> bool:
     return False
 
 
-def write_done(backend: Backend, hash_: str, *, owner: str, worker_id: str, attempt: int, input_errors: int) -> bool:
-    """Create the done flag; whether it is ours (False: another completion wrote it first)."""
-    doc = {"worker_id": worker_id, "attempt": attempt, "owner": owner, "finished_at": now_iso()}
+def write_done(
+    backend: Backend, hash_: str, *, owner: str, worker_id: str, attempt: int, input_errors: int, processor: str | None = None
+) -> bool:
+    """Create the done flag; whether it is ours (False: another completion wrote it first).
+
+    ``processor`` is the name the worker was given (``text``, ``ocr``,
+    ``module:function``): what ``work`` tells a user who asks another
+    processor of a workspace already done. None (a worker embedded with a
+    callable) writes no such field, as the flags from before it had none.
+    """
+    doc: dict[str, object] = {"worker_id": worker_id, "attempt": attempt, "owner": owner, "finished_at": now_iso()}
     if input_errors:
         doc["input_errors"] = input_errors
+    if processor is not None:
+        doc["processor"] = processor
     data = json.dumps(doc).encode("utf-8")
     # Three rounds: a flag that exists but cannot be read was deleted
     # meanwhile, or is our own conflicting write not yet applied.
     created = writes.create(backend, layout.done_key(hash_), data, is_ours=lambda found: _owner(found) == owner, rounds=3)
     return isinstance(created, writes.Landed)
+
+
+def done_by(backend: Backend, hash_: str) -> str | None:
+    """The processor a group's done flag names; None when it names none (an older s3wq's, olmocr's empty flag) or is gone."""
+    try:
+        doc = load_object(backend.read(layout.done_key(hash_)).body)
+    except ObjectNotFound:
+        return None
+    processor = None if doc is None else doc.get("processor")
+    return processor if isinstance(processor, str) else None
 
 
 def write_input_errors(backend: Backend, hash_: str, *, owner: str, attempt: int, inputs: tuple[dict[str, str], ...], count: int) -> None:

@@ -71,6 +71,7 @@ class Worker:
         observer: WorkerObserver | None = None,
         stop: GracefulStop | None = None,
         require_index: bool = False,
+        processor_name: str | None = None,
     ):
         if (runner is None) == (processor is None):
             raise TypeError("give a processor or a runner, not both")
@@ -88,8 +89,13 @@ class Worker:
         # mistyped URI, not an empty queue; a Lambda worker is started by a
         # populate and finds an empty queue normal.
         self.require_index = require_index
+        # ``processor_name`` (the spec the runner's host loads) goes into each done flag: see flags.write_done.
         self.protocol = ClaimProtocol(
-            backend, worker_id=self.worker_id, lease_seconds=settings.effective_lease, foreign_lock_timeout=settings.foreign_lock_timeout
+            backend,
+            worker_id=self.worker_id,
+            lease_seconds=settings.effective_lease,
+            foreign_lock_timeout=settings.foreign_lock_timeout,
+            processor=processor_name,
         )
         self.index = WorkIndex(backend)
         self.report = WorkerReport(worker_id=self.worker_id)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TextIO
 
 from s3wq.dev.localcloud.asset import AssetSource
 from s3wq.dev.localcloud.cloud import LocalCloud
@@ -87,10 +87,18 @@ class StopSignals:
             signal.signal(sig, handler)
 
 
-def logs_fate(cloud: LocalCloud) -> str:
+def logs_fate(cloud: LocalCloud) -> str | None:
+    """Where the Lambdas' logs are, or were; None for a cloud whose server never started, which wrote none."""
+    if cloud.process is None:
+        return None
     if cloud.keeps_logs:
         return f"the Lambdas' logs are kept in {cloud.log_dir}"
     return f"the Lambdas' logs were in {cloud.log_dir}, removed with the local cloud (--keep-logs keeps them)"
+
+
+def _tell(line: str | None, *, file: TextIO) -> None:
+    if line is not None:
+        print(line, file=file, flush=True)
 
 
 def run_demo(
@@ -125,7 +133,7 @@ def run_demo(
             return 128 + stop.signum
         finally:
             # --json: stdout holds the one summary object.
-            print(logs_fate(cloud), file=sys.stderr if as_json else sys.stdout, flush=True)
+            _tell(logs_fate(cloud), file=sys.stderr if as_json else sys.stdout)
 
 
 def _demo(
@@ -286,7 +294,7 @@ def run_up(
             print(f"stopping ({stop})", flush=True)
             return 0
         finally:
-            print(logs_fate(cloud), flush=True)
+            _tell(logs_fate(cloud), file=sys.stdout)
 
 
 def _serve(cloud: LocalCloud, *, workers: int, group_size: int, processor: str) -> None:
