@@ -229,20 +229,22 @@ class WorkerStateMachine(Construct):
             result_path=sfn.JsonPath.DISCARD,
         ).item_processor(child)
 
+    def _count_input_errors(self) -> tasks.LambdaInvoke:
+        """CountInputErrors: once an execution, not each round, as a count of input errors reads every record of them."""
+        invoke = tasks.LambdaInvoke(
+            self,
+            "CountInputErrors",
+            lambda_function=self._status,
+            payload=sfn.TaskInput.from_object({INPUT_ERRORS_EVENT_KEY: True}),
+            payload_response_only=True,
+            retry_on_service_exceptions=False,
+            result_path=INPUT_ERRORS_RESULT_PATH,
+        )
+        return _retry_lambda_errors(invoke)
+
     def _summary(self) -> tasks.LambdaInvoke:
         """CountInputErrors, then the Summary (the execution's output) and the Verdict: Drained, TooManyFailedGroups or WorkRemaining."""
-        # Once an execution, not each round: a count of input errors reads every record of them (status handler).
-        count_input_errors = _retry_lambda_errors(
-            tasks.LambdaInvoke(
-                self,
-                "CountInputErrors",
-                lambda_function=self._status,
-                payload=sfn.TaskInput.from_object({INPUT_ERRORS_EVENT_KEY: True}),
-                payload_response_only=True,
-                retry_on_service_exceptions=False,
-                result_path=INPUT_ERRORS_RESULT_PATH,
-            )
-        )
+        count_input_errors = self._count_input_errors()
         summary = sfn.Pass(
             self,
             "Summary",

@@ -100,6 +100,25 @@ def test_a_bad_setting_stops_the_users_own_app_in_one_line(tmp_path, context, pr
     assert process.stderr.strip() == problem, process.stderr[-3000:]
 
 
+def test_the_one_line_hook_leaves_every_other_error_its_traceback():
+    """Installed twice (from_context, then the construct), it still prints once; an app's own bug keeps its traceback."""
+    script = (
+        "import sys\n"
+        "from s3wq_cdk.errors import SettingsError, tell_in_one_line\n"
+        "tell_in_one_line(); tell_in_one_line()\n"
+        "if sys.argv[1] == 'setting':\n"
+        "    raise SettingsError('maxWorkers must be between 1 and 10000,\\n got 20000')\n"
+        "raise KeyError('the app')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "infra"), str(REPO_ROOT / "lambdas")])}
+    ran = {
+        arg: subprocess.run([sys.executable, "-c", script, arg], env=env, capture_output=True, text=True, timeout=60)
+        for arg in ("setting", "bug")
+    }
+    assert (ran["setting"].returncode, ran["setting"].stderr) == (1, "s3wq: error: maxWorkers must be between 1 and 10000, got 20000\n")
+    assert ran["bug"].returncode == 1 and "Traceback" in ran["bug"].stderr and "KeyError: 'the app'" in ran["bug"].stderr
+
+
 def test_the_documented_app_is_about_ten_lines():
     lines = [line for line in documented_app().splitlines() if line.strip() and not line.lstrip().startswith("#")]
     assert len(lines) <= 12
