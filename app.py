@@ -13,22 +13,18 @@ from cdk_nag import AwsSolutionsChecks
 sys.path.insert(0, str(Path(__file__).resolve().parent / "lambdas"))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "infra"))
 
-from s3wq_cdk.asset_files import AssetBuildError
-from s3wq_cdk.processor_source import ProcessorSourceError
+from s3wq_cdk.errors import PREFIX, DeployError
 from s3wq_cdk.settings import DeploySettings
 from s3wq_cdk.stack import S3wqStack
 
 app = cdk.App()
 stack_name = app.node.try_get_context("stackName") or "S3wq"
 try:
-    settings = DeploySettings.from_context(app)
-except ValueError as exc:  # a bad -c setting (or processor folder): one line naming it, not a traceback
-    print(f"s3wq: error: {exc}", file=sys.stderr)
-    sys.exit(2)
-try:
-    S3wqStack(app, stack_name, settings=settings, description="s3wq: an S3-only distributed work queue")
-except (AssetBuildError, ProcessorSourceError) as exc:  # the worker's zip, built here: pip, or what pip installed beside the folder
-    print(f"s3wq: error: {exc}", file=sys.stderr)
+    # A bad -c setting or processor folder, or the worker's zip that pip could not build here: one line naming it
+    # (as in any app, s3wq_cdk/errors.py), and exit 2, as s3wq's commands do for the user's mistake.
+    S3wqStack(app, stack_name, settings=DeploySettings.from_context(app), description="s3wq: an S3-only distributed work queue")
+except DeployError as exc:
+    print(f"{PREFIX}{exc}", file=sys.stderr)
     sys.exit(2)
 cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
 app.synth()

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .errors import DeployError
 from .processor_source import ProcessorSource
 from .sources import NOT_SHIPPED, PACKAGES, REQUIREMENTS, SOURCES_ROOT
 
@@ -62,7 +63,7 @@ def _unshipped(directory: str, names: list[str]) -> set[str]:
 _NO_DISTRIBUTION_RE = re.compile(r"No matching distribution found for (\S+)")
 
 
-class AssetBuildError(RuntimeError):
+class AssetBuildError(DeployError, RuntimeError):
     """pip could not install the asset's requirements for the target platform; the message names a requirement without a wheel."""
 
 

@@ -4,8 +4,8 @@
                                                      |        ^                                     |  |  |
                                                      |        +---------- progress -----------------+  |  |
                                                      |        +-- WaitForLocks <- locks still held ----+  |
-                                                     +-> Summary <- nothing left / no progress / rounds --+
-                                                          -> Verdict: Succeed | TooManyFailedGroups | ServiceUnavailable | WorkRemaining
+                                                     +-> CountInputErrors <- drained / stalled / rounds --+
+                                                          -> Summary -> Verdict: Succeed | TooManyFailedGroups | ServiceUnavailable | WorkRemaining
 
 Input ``{"workers": N, "failureTolerance": F}``, both optional. The Map gets
 N items ``{"worker_index": i, "workers": N}`` and runs them all at once
@@ -26,6 +26,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from s3wq.ops.problems import INPUT_ERROR_COUNTS, INPUT_ERRORS_EVENT_KEY
 from s3wq.ops.status import STATUS_RESULT_PATH, status_path
 
 from .settings import DeploySettings
@@ -39,6 +40,8 @@ LAMBDA_TRANSIENT_ERRORS = [
     "Lambda.TooManyRequestsException",
     "Lambda.ClientExecutionTimeoutException",
 ]
+# Where CountInputErrors puts the status function's input-error counts (problems.input_error_counts), which the Summary reads.
+INPUT_ERRORS_RESULT_PATH = "$.inputErrors"
 # A worker that hit a storage failure (S3 5xx after the SDK's own retries)
 # raises StorageError; the invocation is worth another go.
 WORKER_RETRYABLE_ERRORS = ["StorageError"]
@@ -226,8 +229,22 @@ class WorkerStateMachine(Construct):
             result_path=sfn.JsonPath.DISCARD,
         ).item_processor(child)
 
-    def _summary(self) -> sfn.Pass:
-        """Summary, followed by the Verdict: Drained, TooManyFailedGroups or WorkRemaining."""
+    def _count_input_errors(self) -> tasks.LambdaInvoke:
+        """CountInputErrors: once an execution, not each round, as a count of input errors reads every record of them."""
+        invoke = tasks.LambdaInvoke(
+            self,
+            "CountInputErrors",
+            lambda_function=self._status,
+            payload=sfn.TaskInput.from_object({INPUT_ERRORS_EVENT_KEY: True}),
+            payload_response_only=True,
+            retry_on_service_exceptions=False,
+            result_path=INPUT_ERRORS_RESULT_PATH,
+        )
+        return _retry_lambda_errors(invoke)
+
+    def _summary(self) -> tasks.LambdaInvoke:
+        """CountInputErrors, then the Summary (the execution's output) and the Verdict: Drained, TooManyFailedGroups or WorkRemaining."""
+        count_input_errors = self._count_input_errors()
         summary = sfn.Pass(
             self,
             "Summary",
@@ -235,6 +252,8 @@ class WorkerStateMachine(Construct):
                 "groups": sfn.JsonPath.number_at(status_path("groups")),
                 "done": sfn.JsonPath.number_at(status_path("done")),
                 "failed": sfn.JsonPath.number_at(status_path("failed")),
+                # Done groups with inputs their processor could not use, and those inputs (s3wq failures WS --inputs).
+                **{name: sfn.JsonPath.number_at(f"{INPUT_ERRORS_RESULT_PATH}.{name}") for name in INPUT_ERROR_COUNTS},
                 "remaining": sfn.JsonPath.number_at(status_path("remaining")),
                 "unavailable": sfn.JsonPath.number_at(status_path("unavailable")),
                 "rounds": sfn.JsonPath.number_at("$.round"),
@@ -273,8 +292,8 @@ class WorkerStateMachine(Construct):
             )
             .otherwise(sfn.Succeed(self, "Drained"))
         )
-        summary.next(verdict)
-        return summary
+        count_input_errors.next(summary).next(verdict)
+        return count_input_errors
 
     def _rounds(
         self,
@@ -282,7 +301,7 @@ class WorkerStateMachine(Construct):
         run_workers: sfn.DistributedMap,
         count_after: tasks.LambdaInvoke,
         wait_for_locks: sfn.Wait,
-        summary: sfn.Pass,
+        summary: tasks.LambdaInvoke,
     ) -> None:
         """The loop: NextRound -> RunWorkers -> CountAfter -> MoreRounds, which goes round again, waits for locks, or sums up."""
         more_rounds = (

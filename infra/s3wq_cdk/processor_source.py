@@ -24,6 +24,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from s3wq.errors import BadProcessorFolder
 from s3wq.processors.folder import REQUIREMENTS_FILE, holds_module, import_name, requirement_names, shipped_files, top_module
 
+from .errors import SettingsError
 from .sources import REQUIREMENTS
 
 # Refused anywhere in a requirement line, before it is parsed: options (pip takes a token that starts with "-"
@@ -37,7 +38,7 @@ _ARCHIVE_SUFFIXES = (".whl", ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tb
 _SPEC_MODULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class ProcessorSourceError(ValueError):
+class ProcessorSourceError(SettingsError):
     """The processor folder cannot be shipped as it is; the message names the problem in one line."""
 
 

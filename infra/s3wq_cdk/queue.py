@@ -23,6 +23,7 @@ from s3wq import inputs as s3wq_inputs
 from s3wq.store import layout
 
 from .bundling import lambda_code
+from .errors import SettingsError, tell_in_one_line
 from .functions import QueueFunctions
 from .model_endpoint import ModelEndpoint
 from .monitoring import PERIOD, QueueMonitoring, backlog_metric
@@ -53,6 +54,7 @@ class S3wqQueue(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings, bucket: s3.IBucket | None = None):
         super().__init__(scope, construct_id)
+        tell_in_one_line()  # what the construct raises, building too (a processor folder, pip), in one line in any app
         _check(self, settings, bucket)
         self.settings = settings
         self.storage = WorkspaceStorage(self, "Storage", bucket_name=settings.bucket_name, prefix=settings.workspace_prefix, bucket=bucket)
@@ -275,7 +277,7 @@ def _check(queue: S3wqQueue, settings: DeploySettings, bucket: s3.IBucket | None
     problems = []
     try:
         settings.validate()
-    except ValueError as exc:
+    except SettingsError as exc:
         problems.append(str(exc))
     if bucket is not None and settings.bucket_name is not None:
         problems.append("S3wqQueue: give bucket or settings.bucket_name, not both")
@@ -283,4 +285,4 @@ def _check(queue: S3wqQueue, settings: DeploySettings, bucket: s3.IBucket | None
     if others:
         problems.append(f"S3wqQueue: one per stack (its outputs have plain keys for `s3wq start`); {others[0]} is already in this one")
     if problems:
-        raise ValueError("; ".join(problems))
+        raise SettingsError("; ".join(problems))

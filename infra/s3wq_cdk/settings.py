@@ -25,8 +25,10 @@ from s3wq import config as s3wq_config
 from s3wq.processors.ocr.settings import ENV_LANG, ENV_MODE, BadOcrSetting, OcrSettings
 from s3wq.processors.profiles import PROCESSOR_PROFILES, ProcessorProfile
 
+from .context_values import boolean, id_list, string_list
+from .errors import SettingsError, tell_in_one_line
 from .processor_source import ProcessorSource, ProcessorSourceError
-from .vlm_settings import model_instances, vlm_problems, worker_environment
+from .vlm_settings import VLM_PROCESSORS, model_instances, vlm_problems, worker_environment
 
 # A Distributed Map runs up to 10,000 children at once (the worker items come
 # from the status function, not from States.ArrayRange, which stops at 1,000).
@@ -164,20 +166,24 @@ class DeploySettings:
 
         ``props`` (field names) are an app's own values; a context key that is
         given overrides them, and what neither sets keeps this class's default.
+        A ``-c processor`` takes with the app's processor the props that came
+        with it and the new one does not take (its folder, its ocr or vlm
+        settings: :func:`_kept_for`). Raises SettingsError naming the key.
         """
-        values = dict(props)
+        tell_in_one_line()
         for key, problem in REFUSED_CONTEXT_KEYS.items():
             if scope.node.try_get_context(key) is not None:
-                raise ValueError(f"context {key!r}: {problem}")
+                raise SettingsError(f"context {key!r}: {problem}")
+        given = {}
         for key, (name, parse) in CONTEXT_KEYS.items():
             raw = scope.node.try_get_context(key)
             if raw is None or raw == "":
                 continue
             try:
-                values[name] = parse(raw)
+                given[name] = parse(raw)
             except (TypeError, ValueError) as exc:
-                raise ValueError(f"context {key!r}: {exc}") from None
-        settings = cls(**values)
+                raise SettingsError(f"context {key!r}: {exc}") from None
+        settings = cls(**{**_kept_for(given.get("processor"), props), **given})
         settings.validate()
         return settings
 
@@ -240,7 +246,7 @@ class DeploySettings:
                 )
         problems += self._processor_problems()
         if problems:
-            raise ValueError("; ".join(problems))
+            raise SettingsError("; ".join(problems))
 
     def _run_problems(self) -> list[str]:
         """What one run of a group on the worker may have: its time, and the bytes of one input."""
@@ -293,35 +299,31 @@ class DeploySettings:
         return []
 
 
+def _processor_takes(name: str, processor: str) -> bool:
+    """Whether ``processor`` takes the field ``name``: no field belongs to one kind of processor but these."""
+    if name in ("processor_dir", "worker_image"):
+        # A folder holds a module:function; a built-in with a profile is an image anyway, so workerImage is no conflict.
+        return ":" in processor or (name == "worker_image" and processor in PROCESSOR_PROFILES)
+    if name.startswith("ocr_"):
+        return processor == "ocr"
+    if name.startswith("vlm_"):
+        return processor in VLM_PROCESSORS
+    return True
+
+
+def _kept_for(processor: str | None, props: dict[str, Any]) -> dict[str, Any]:
+    """An app's props that still apply once context names ``processor`` (None: it names none, and all of them do).
+
+    The app's folder, image or ocr/vlm settings came with the app's processor: ``-c processor=ocr`` over
+    ``processor_dir="myproc"`` means the ocr built-in, not ocr with a folder it cannot take. A -c setting is never dropped.
+    """
+    if processor is None:
+        return props
+    return {name: value for name, value in props.items() if _processor_takes(name, processor)}
+
+
 # A key, not an alias: IAM grants on an alias ARN do not cover the key's use by S3.
 _KMS_KEY_ARN_RE = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}")
-
-
-def _string_list(value: Any) -> tuple[str, ...]:
-    # `-c kmsKeyArns='["arn:..."]'` arrives as a JSON string; cdk.json as a list.
-    if isinstance(value, str):
-        value = json.loads(value) if value.strip().startswith("[") else [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError("expected a list of strings")
-    return tuple(value)
-
-
-def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ValueError(f"expected true or false, got {value!r}")
-
-
-def _id_list(value: Any) -> tuple[str, ...]:
-    """``subnet-a,subnet-b``, or a JSON list (cdk.json's, or ``-c 'vlmSubnetIds=["subnet-a"]'``)."""
-    if isinstance(value, str) and not value.strip().startswith("["):
-        return tuple(part.strip() for part in value.split(",") if part.strip())
-    return _string_list(value)
 
 
 def _input_locations(value: Any) -> tuple[InputLocation, ...]:
@@ -356,15 +358,15 @@ CONTEXT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "groupSize": ("group_size", int),
     "groupTimeoutSeconds": ("group_timeout_seconds", float),
     "maxInputBytes": ("max_input_bytes", int),
-    "checkInputs": ("check_inputs", _bool),
+    "checkInputs": ("check_inputs", boolean),
     "processor": ("processor", str),
     "processorDir": ("processor_dir", str),
-    "workerImage": ("worker_image", _bool),
+    "workerImage": ("worker_image", boolean),
     "architecture": ("architecture", str),
-    "tracing": ("tracing", _bool),
-    "bundling": ("bundling", _bool),
+    "tracing": ("tracing", boolean),
+    "bundling": ("bundling", boolean),
     "inputBuckets": ("input_buckets", _input_locations),
-    "kmsKeyArns": ("kms_key_arns", _string_list),
+    "kmsKeyArns": ("kms_key_arns", string_list),
     "alarmTopicArn": ("alarm_topic_arn", str),
     "ocrMode": ("ocr_mode", str),
     "ocrLang": ("ocr_lang", str),
@@ -374,8 +376,8 @@ CONTEXT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "vlmInFlight": ("vlm_in_flight", int),
     "vlmMaxModelPages": ("vlm_max_model_pages", int),
     "vlmVpcId": ("vlm_vpc_id", str),
-    "vlmSubnetIds": ("vlm_subnet_ids", _id_list),
-    "vlmSecurityGroupIds": ("vlm_security_group_ids", _id_list),
+    "vlmSubnetIds": ("vlm_subnet_ids", id_list),
+    "vlmSecurityGroupIds": ("vlm_security_group_ids", id_list),
     "vlmServe": ("vlm_serve", str),
     "vlmInstanceType": ("vlm_instance_type", str),
     "vlmMaxInstances": ("vlm_max_instances", int),

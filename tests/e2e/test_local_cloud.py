@@ -51,7 +51,10 @@ def test_forty_groups_eight_workers_through_the_synthesized_state_machine(tmp_pa
         stack = cloud.deploy({"defaultWorkers": 8, "groupSize": 1, "processor": "text"})
         s3, sfn = cloud.client("s3"), cloud.client("stepfunctions")
         expected = {}
-        for number in range(40):
+        # A scan without a text layer: its group is done, with one input error, which the execution's output counts.
+        scan = f"s3://{stack.bucket}/inputs/scan 00, no text layer.pdf"
+        s3.put_object(Bucket=stack.bucket, Key=scan.split("/", 3)[3], Body=make_pdf([[]]))
+        for number in range(1, 40):
             if number % 5 == 0:
                 key, lines = f"inputs/scan {number:02d}, page 1.pdf", sample_text(number).splitlines()
                 s3.put_object(Bucket=stack.bucket, Key=key, Body=make_pdf([lines]))
@@ -70,6 +73,7 @@ def test_forty_groups_eight_workers_through_the_synthesized_state_machine(tmp_pa
         assert json.loads(execution["input"]) == {"workers": 8}
         output = json.loads(execution["output"])
         assert (output["groups"], output["done"], output["failed"], output["remaining"]) == (40, 40, 0, 0)
+        assert (output["input_error_groups"], output["input_errors"]) == (1, 1)
         backend = workspace_backend(s3, stack)
         assert queue_status(backend) == {
             "groups": 40,
@@ -91,6 +95,9 @@ def test_forty_groups_eight_workers_through_the_synthesized_state_machine(tmp_pa
         for hash_, group in groups.items():
             [record] = [json.loads(line) for line in backend.read(layout.result_key(hash_)).body.decode().splitlines()]
             assert record["source"] == group.paths[0]
+            if record["source"] == scan:
+                assert record["error"].startswith("no text layer"), record
+                continue
             assert record.get("error") is None
             assert [line.strip() for line in record["text"].strip().splitlines() if line.strip()] == expected[record["source"]]
         # Eight workers ran as eight Lambda invocations.

@@ -13,6 +13,7 @@ from cdk_nag import AwsSolutionsChecks
 from stack_under_test import PROCESSOR_DIR, PROCESSOR_SPEC
 
 from s3wq_cdk import DeploySettings, S3wqQueue
+from s3wq_cdk.errors import SettingsError
 from s3wq_cdk.settings import CONTEXT_KEYS, DEFAULT_GROUP_SIZE, DEFAULT_WORKER_MEMORY_MB, PROCESSOR_PROFILES
 
 
@@ -103,6 +104,69 @@ def test_the_users_bucket_holds_the_workspace_and_the_queue_has_no_nag_finding(t
 def test_from_context_takes_the_apps_values_and_a_context_key_overrides_them():
     settings = DeploySettings.from_context(cdk.App(context={"maxWorkers": "300"}), max_workers=200, default_workers=20, processor="ocr")
     assert (settings.max_workers, settings.default_workers, settings.processor, settings.effective_group_size) == (300, 20, "ocr", 5)
+    # A bad -c value over a good one of the app's is the -c value's problem, named by its key.
+    with pytest.raises(SettingsError, match=r"^maxWorkers must be between 1 and 10000, got 20000$"):
+        DeploySettings.from_context(cdk.App(context={"maxWorkers": "20000"}), max_workers=200)
+
+
+@pytest.mark.parametrize(
+    "props, context, expected",
+    [
+        # The issue's app: its own processor in its folder; -c processor=ocr means the built-in, without the folder.
+        ({"processor": PROCESSOR_SPEC, "processor_dir": str(PROCESSOR_DIR), "worker_image": True}, {"processor": "ocr"}, ("ocr", None)),
+        ({"processor": PROCESSOR_SPEC, "processor_dir": str(PROCESSOR_DIR)}, {"processor": "text"}, ("text", None)),
+        # Another function of the same folder keeps it; a -c processorDir is the folder, whatever the code said.
+        (
+            {"processor": "other:fn", "processor_dir": str(PROCESSOR_DIR)},
+            {"processor": PROCESSOR_SPEC},
+            (PROCESSOR_SPEC, str(PROCESSOR_DIR)),
+        ),
+        (
+            {"processor": "mymod:fn", "processor_dir": "myproc"},
+            {"processorDir": str(PROCESSOR_DIR), "processor": PROCESSOR_SPEC},
+            (PROCESSOR_SPEC, str(PROCESSOR_DIR)),
+        ),
+        # ocr's own settings go with ocr.
+        ({"processor": "ocr", "ocr_lang": "en,ru", "ocr_mode": "force"}, {"processor": "text"}, ("text", None)),
+    ],
+    ids=["ocr-over-a-folder", "text-over-a-folder", "same-folder", "context-folder", "text-over-ocr-settings"],
+)
+def test_a_context_processor_takes_the_apps_processor_with_what_came_with_it(props, context, expected):
+    """What the app's code set for its own processor does not apply to one that context names; a -c setting always does."""
+    settings = DeploySettings.from_context(cdk.App(context={"bundling": False, **context}), **props)
+    assert (settings.processor, settings.processor_dir) == expected
+    if settings.processor == "text":
+        assert (settings.worker_image, settings.ocr_lang, settings.ocr_mode) == (False, None, None)
+
+
+def test_a_context_processor_keeps_the_apps_model_for_the_other_vlm_processor():
+    props = {"processor": "vlm", "vlm_endpoint": "https://models.example.com/v1", "vlm_in_flight": 8}
+    auto = DeploySettings.from_context(cdk.App(context={"processor": "auto"}), **props)
+    assert (auto.processor, auto.vlm_endpoint, auto.vlm_in_flight) == ("auto", props["vlm_endpoint"], 8)
+    assert DeploySettings.from_context(cdk.App(context={"processor": "text"}), **props).vlm_endpoint is None
+    # The app's own mismatch is still the app's to fix: nothing is dropped unless context names the processor.
+    with pytest.raises(SettingsError, match=r"^vlmEndpoint, vlmInFlight are the vlm and auto processors' settings; processor is 'text'$"):
+        DeploySettings.from_context(cdk.App(), **{**props, "processor": "text"})
+
+
+# A -c value of each parser's kind, and what it reads as.
+_RAW_BY_PARSER = {"int": "7", "float": "7.5", "str": "x", "boolean": "true", "string_list": '["a"]', "id_list": "a,b"}
+
+
+def _raw_context_value(key: str) -> str:
+    _, parse = CONTEXT_KEYS[key]
+    return {"workspacePrefix": "p", "inputBuckets": "in-bucket/p"}.get(key) or _RAW_BY_PARSER[getattr(parse, "__name__", "")]
+
+
+@pytest.mark.parametrize("key", sorted(CONTEXT_KEYS))
+def test_every_context_key_overrides_the_apps_value(key, monkeypatch):
+    """As the docs say, for every setting: the app's code sets it, -c sets it too, and -c wins (checks apart: validate is a no-op)."""
+    name, parse = CONTEXT_KEYS[key]
+    raw = _raw_context_value(key)
+    monkeypatch.setattr(DeploySettings, "validate", lambda self: None)
+    apps_value = object()
+    settings = DeploySettings.from_context(cdk.App(context={key: raw}), **{name: apps_value})
+    assert getattr(settings, name) == parse(raw) and getattr(settings, name) is not apps_value
 
 
 def test_every_context_key_sets_a_field():

@@ -13,6 +13,8 @@ from aws_cdk.assertions import Match
 from stack_under_test import TUNED
 from state_graph import StateGraph, all_states
 
+from s3wq.ops.problems import INPUT_ERROR_COUNTS, INPUT_ERRORS_EVENT_KEY
+
 # The errors AWS recommends retrying for every Lambda task.
 LAMBDA_TRANSIENT_ERRORS = {
     "Lambda.ServiceException",
@@ -35,6 +37,12 @@ def the_distributed_map(graph: StateGraph) -> str:
     ]
     assert len(maps) == 1, f"expected one Distributed Map, found {maps}"
     return maps[0]
+
+
+def the_summary(graph: StateGraph) -> str:
+    """The Pass state that makes the execution's output: the one that reads the queue's done count."""
+    [summary] = [name for name in graph.of_type("Pass") if graph.states[name].get("Parameters", {}).get("done.$") == "$.status.done"]
+    return summary
 
 
 def loop_choices(graph: StateGraph, target: str) -> list[str]:
@@ -283,10 +291,28 @@ def test_a_round_that_finished_nothing_and_left_groups_handed_back_for_a_service
     rules = graph.states[choice]["Choices"]
     order = {r.get("Variable"): i for i, r in enumerate(rules)}
     assert order["$.status.finished"] < rules.index(rule) < order["$.status.released"]
-    # The verdict names it, with the count it read.
-    summary = graph.states[rule["Next"]]
+    # The verdict names it, with the count it read (the Summary, after the input errors are counted).
+    summary = graph.states[the_summary(graph)]
+    assert graph.reaches(rule["Next"], the_summary(graph))
     assert summary["Parameters"]["unavailable.$"] == "$.status.unavailable"
     [fail] = [name for name in graph.reachable(rule["Next"]) if graph.states[name].get("Error") == "ServiceUnavailable"]
     assert graph.states[fail]["Type"] == "Fail" and "unavailable" in graph.states[fail]["Cause"]
     [verdict] = [r for name in graph.of_type("Choice") for r in graph.states[name]["Choices"] if r["Next"] == fail]
     assert (verdict["Variable"], verdict["NumericGreaterThan"]) == ("$.unavailable", 0)
+
+
+def test_the_executions_output_carries_the_input_errors_counted_once_before_it(stack):
+    """Beside done and failed, the groups done with input errors and those inputs, as `s3wq failures --inputs` lists them."""
+    graph = graph_of(stack)
+    summary = the_summary(graph)
+    [counter] = [name for name in graph.of_type("Task") if graph.states[name].get("Parameters") == {INPUT_ERRORS_EVENT_KEY: True}]
+    task = graph.states[counter]
+    assert task["Resource"] == "${%s.Arn}" % stack.function_id("status") and task["Next"] == summary
+    parameters = graph.states[summary]["Parameters"]
+    assert {name: parameters[f"{name}.$"] for name in INPUT_ERROR_COUNTS} == {
+        name: f"{task['ResultPath']}.{name}" for name in INPUT_ERROR_COUNTS
+    }
+    assert {"groups.$", "done.$", "failed.$", "remaining.$", "rounds.$"} <= set(parameters)
+    # Every way to the output passes the count (once an execution: never inside the loop of rounds).
+    assert summary not in graph.reachable(avoiding={counter})
+    assert not graph.reaches(counter, the_distributed_map(graph))

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
 import setuptools
 from stack_under_test import HANDLERS, PROCESSOR_DIR, REPO_ROOT
 
@@ -37,7 +38,8 @@ def documented_app() -> str:
     return match.group(1)
 
 
-def synth_user_app(tmp_path, context: dict) -> dict:
+def run_user_app(tmp_path, context: dict) -> subprocess.CompletedProcess:
+    """The documented app, run as the CDK CLI runs it (``python app.py``, its context in CDK_CONTEXT_JSON)."""
     (tmp_path / "app.py").write_text(documented_app())
     shutil.copytree(PROCESSOR_DIR, tmp_path / "myproc")
     (tmp_path / "path").mkdir()
@@ -50,8 +52,13 @@ def synth_user_app(tmp_path, context: dict) -> dict:
         "CDK_CONTEXT_JSON": json.dumps(context),
         "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
     }
-    process = subprocess.run([sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def synth_user_app(tmp_path, context: dict) -> dict:
+    process = run_user_app(tmp_path, context)
     assert process.returncode == 0, process.stderr[-3000:]
+    outdir = tmp_path / "cdk.out"
     return {"template": json.loads((outdir / f"{STACK}.template.json").read_text()), "outdir": outdir}
 
 
@@ -75,6 +82,41 @@ def test_the_documented_app_synthesizes_a_queue_with_the_processor(tmp_path):
     (report,) = outdir.glob("AwsSolutions-*NagReport.csv")
     with report.open(newline="") as handle:
         assert [(row["Rule ID"], row["Resource ID"]) for row in csv.DictReader(handle) if row["Compliance"] == "Non-Compliant"] == []
+
+
+@pytest.mark.parametrize(
+    "context, problem",
+    [
+        ({"maxWorkers": "20000"}, "s3wq: error: maxWorkers must be between 1 and 10000, got 20000"),
+        ({"processorDir": "nowhere"}, "s3wq: error: processorDir 'nowhere' is not a folder"),
+    ],
+    ids=["setting", "processor-folder"],
+)
+def test_a_bad_setting_stops_the_users_own_app_in_one_line(tmp_path, context, problem):
+    """As in this repository's app: the app does not catch it, and the construct's error is still one line, not a traceback."""
+    process = run_user_app(tmp_path, {"bundling": False, **context})
+    assert process.returncode != 0
+    assert "Traceback" not in process.stderr
+    assert process.stderr.strip() == problem, process.stderr[-3000:]
+
+
+def test_the_one_line_hook_leaves_every_other_error_its_traceback():
+    """Installed twice (from_context, then the construct), it still prints once; an app's own bug keeps its traceback."""
+    script = (
+        "import sys\n"
+        "from s3wq_cdk.errors import SettingsError, tell_in_one_line\n"
+        "tell_in_one_line(); tell_in_one_line()\n"
+        "if sys.argv[1] == 'setting':\n"
+        "    raise SettingsError('maxWorkers must be between 1 and 10000,\\n got 20000')\n"
+        "raise KeyError('the app')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "infra"), str(REPO_ROOT / "lambdas")])}
+    ran = {
+        arg: subprocess.run([sys.executable, "-c", script, arg], env=env, capture_output=True, text=True, timeout=60)
+        for arg in ("setting", "bug")
+    }
+    assert (ran["setting"].returncode, ran["setting"].stderr) == (1, "s3wq: error: maxWorkers must be between 1 and 10000, got 20000\n")
+    assert ran["bug"].returncode == 1 and "Traceback" in ran["bug"].stderr and "KeyError: 'the app'" in ran["bug"].stderr
 
 
 def test_the_documented_app_is_about_ten_lines():

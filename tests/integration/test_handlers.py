@@ -33,6 +33,7 @@ from s3wq.errors import BadInput, BucketNotFound, ConfigError, S3wqError, Storag
 from s3wq.handlers import populate, status, worker
 from s3wq.index import WorkIndex
 from s3wq.model import LockState
+from s3wq.ops.problems import workspace_problems
 from s3wq.protocol.bodies import LockBody
 from s3wq.protocol.claims import ClaimProtocol
 from s3wq.store import layout
@@ -476,6 +477,26 @@ def test_status_counts_each_state_of_the_queue(lambda_env, bucket, s3_backend):
         "released": 0,
         "unavailable": 0,
     }
+
+
+def test_status_counts_the_input_errors_when_asked_as_s3wq_status_and_failures_do(lambda_env, bucket, s3_backend):
+    """The drain loop's CountInputErrors: the groups done with inputs their processor could not use, and those inputs."""
+    WorkIndex(s3_backend).populate([f"s3://{bucket}/inputs/doc-{n}.txt" for n in range(4)], group_size=1)
+    clean, two, one, by_hand = sorted(WorkIndex(s3_backend).iter_groups(), key=lambda g: g.hash)
+    protocol = ClaimProtocol(s3_backend, worker_id="w-inputs", lease_seconds=900)
+    for group, count in ((clean, 0), (two, 2), (one, 1)):
+        claim = protocol.claim(group.hash)
+        protocol.record_input_errors(claim, count, tuple({"path": p, "error": "unreadable"} for p in group.paths))
+        protocol.mark_done(claim, input_errors=count)
+        protocol.release(claim)
+    # A record that does not hold s3wq's count is counted by the inputs it names.
+    s3_backend.write(layout.input_errors_key(by_hand.hash), json.dumps({"input_errors": "many", "inputs": [{}, {}, {}]}).encode())
+
+    counts = status.handler({"input_errors": True}, LambdaContext(30))
+
+    assert counts == {"input_error_groups": 3, "input_errors": 6}
+    assert counts["input_error_groups"] == workspace_problems(s3_backend)["input_error_groups"]
+    assert status.handler({"input_errors": False}, LambdaContext(30))["done"] == 3  # anything else: the queue's counts
 
 
 def test_status_of_an_empty_workspace_is_all_zero(lambda_env):

@@ -22,6 +22,34 @@ def list_input_errors(backend: Backend) -> list[dict]:
         return [{"hash": h, "input_errors": d.get("input_errors"), "inputs": d.get("inputs", [])} for h, d in zip(hashes, docs)]
 
 
+# The status function's event ``{"input_errors": true}`` asks for these counts instead of the queue's (the state
+# machine's CountInputErrors); the execution's output carries them under their names.
+INPUT_ERRORS_EVENT_KEY = "input_errors"
+INPUT_ERROR_COUNTS = ("input_error_groups", "input_errors")
+
+
+def input_error_counts(backend: Backend) -> dict[str, int]:
+    """``{input_error_groups, input_errors}``: the groups done with inputs their processor could not use, and those inputs.
+
+    One listing, and one GET a group listed (MAX_PARALLEL_REQUESTS at a time), each record read strictly as data: a
+    count that is not a whole number is taken from the inputs the record names. A record deleted between the listing
+    and its read (a retry of its group read every input) counts for nothing.
+    """
+    hashes = listed_hashes(backend, layout.INPUT_ERRORS_PREFIX, layout.INPUT_ERRORS_SUFFIX)
+    with ThreadPoolExecutor(max_workers=MAX_PARALLEL_REQUESTS, thread_name_prefix="s3wq-inputs") as pool:
+        records = pool.map(lambda h: read_record(backend, layout.input_errors_key(h)), hashes)
+        counts = [_input_error_count(record) for record in records if record is not None]
+    return dict(zip(INPUT_ERROR_COUNTS, (len(counts), sum(counts)), strict=True))
+
+
+def _input_error_count(record: dict) -> int:
+    count = record.get("input_errors")
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        return count
+    inputs = record.get("inputs")
+    return len(inputs) if isinstance(inputs, list) else 0
+
+
 # Manifests whose bad lines status reads and shows, at most.
 _MANIFEST_ERRORS_SHOWN = 20
 # Bad lines of each of them shown (its record lists up to a thousand), and how much of each reason.
