@@ -279,14 +279,20 @@ class ClaimProtocol:
         elif not claim.created:
             self.backend.delete(layout.input_errors_key(claim.hash))
 
-    def mark_done(self, claim: Claim, *, input_errors: int = 0) -> bool:
+    def mark_done(self, claim: Claim, *, input_errors: int = 0, pages: int | None = None) -> bool:
         """Write the done flag; False if another completion had written it first.
 
         The flag names the claim's owner, so that our own write whose response
         was lost (the SDK's retry then finds the flag) still counts as ours.
         """
         return flags.write_done(
-            self.backend, claim.hash, owner=claim.owner, worker_id=self.worker_id, attempt=claim.attempt, input_errors=input_errors
+            self.backend,
+            claim.hash,
+            owner=claim.owner,
+            worker_id=self.worker_id,
+            attempt=claim.attempt,
+            input_errors=input_errors,
+            pages=pages,
         )
 
     def finalize_failed(
