@@ -30,7 +30,7 @@ from s3wq.store import S3Backend, layout
 from .conftest import HELPERS_DIR
 
 # What a poll of status --watch --json adds to the counts: the manifests the deployed populate rejected lines of.
-WATCH_KEYS = STATUS_KEYS | {"manifests_with_bad_lines", "manifest_errors"}
+WATCH_KEYS = STATUS_KEYS | {"pages", "manifests_with_bad_lines", "manifest_errors"}
 FAILING_PROCESSOR = "operator_processors:fails_on_broken"
 BROKEN = b"BROKEN: the scanner jammed"
 MAX_ATTEMPTS = 2
@@ -399,6 +399,7 @@ def test_status_watch_json_prints_a_line_per_poll_until_a_running_worker_drains_
         "released": 0,
         "unavailable": 0,
         "wait_seconds": 0,
+        "pages": no_pages(0),
         **no_problems,
     }
     assert polls[-1] == {
@@ -413,11 +414,18 @@ def test_status_watch_json_prints_a_line_per_poll_until_a_running_worker_drains_
         "released": 0,
         "unavailable": 0,
         "wait_seconds": 0,
+        # The processor reports no pages: every done group is one of unknown pages.
+        "pages": no_pages(GROUPS),
         **no_problems,
     }
     # Only the last poll found the queue drained: the watch ended there.
     assert all(p["remaining"] > 0 for p in polls[:-1])
     assert [p["done"] for p in polls] == sorted(p["done"] for p in polls)
+
+
+def no_pages(unknown: int) -> dict:
+    """What status says of the pages of ``unknown`` done groups whose processor reported none."""
+    return {"pages": 0, "groups": 0, "unknown": unknown, "estimated": False, "per_group": None}
 
 
 def test_status_watch_exits_1_when_failed_groups_remain(finished_run):
@@ -426,7 +434,7 @@ def test_status_watch_exits_1_when_failed_groups_remain(finished_run):
     assert result.returncode == 1, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
         {"groups": 5, "paths": 10, "done": 3, "failed": 2, "locked": 0, "claimed_ahead": 0, "pending": 0, "remaining": 0, "finished": 5, "released": 0,
-         "unavailable": 0, "wait_seconds": 0, "manifests_with_bad_lines": 0, "manifest_errors": []}
+         "unavailable": 0, "wait_seconds": 0, "pages": no_pages(3), "manifests_with_bad_lines": 0, "manifest_errors": []}
     ]  # fmt: skip
 
 

@@ -36,7 +36,7 @@ def test_cli_populate_status_work(tmp_path, inputs, local_workspace):
     status = cli(tmp_path, "status", local_workspace, "--json")
     assert status.returncode == 0, status.stderr
     doc = json.loads(status.stdout)
-    assert set(doc) == STATUS_KEYS | PROBLEM_KEYS
+    assert set(doc) == STATUS_KEYS | PROBLEM_KEYS | {"pages"}
     assert {k: doc[k] for k in STATUS_KEYS} == {
         "groups": 2,
         "paths": 4,

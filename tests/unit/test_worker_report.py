@@ -35,6 +35,7 @@ REPORT_FIELDS = [
     "breaker_error",
     "unavailable",
     "service_error",
+    "pages",
 ]
 
 COUNTER_OF = {

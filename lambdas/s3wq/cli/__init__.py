@@ -8,7 +8,8 @@ The commands live by concern in ``run_commands`` (populate, work, start),
 its value types; ``output`` the exit codes and printing, ``workspace``
 opening the workspace a command names, ``progress`` the live display, and
 ``execution`` finding a deployed stack, starting an execution and showing
-it followed (:mod:`s3wq.ops.executions` follows it).
+it followed (:mod:`s3wq.ops.executions` follows it); ``jobs`` runs ``work -j
+N``'s worker processes, and ``verbose`` says what each command's ``-v`` logs.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = ["build_parser", "entry_point", "main"]
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as given: `work -j N` starts its workers with it
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     try:
         return args.func(args)

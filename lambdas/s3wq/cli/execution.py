@@ -13,6 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from s3wq.cli.progress import RunProgress
 from s3wq.errors import BadInput, StorageError
 from s3wq.ops.executions import POLL_SECONDS, follow_execution
+from s3wq.ops.pages import PageTally
 from s3wq.ops.status import QueueStatus
 from s3wq.store import Backend
 from s3wq.wording import plural
@@ -89,8 +90,15 @@ def follow_showing_progress(
 ) -> tuple[dict, QueueStatus]:
     """:func:`~s3wq.ops.executions.follow_execution`, with the progress display on ``stream`` (stdout) when ``show``."""
     progress = RunProgress(stream=stream) if show else None
+    tally = PageTally(backend)
     try:
-        return follow_execution(sfn, execution_arn, backend, on_status=None if progress is None else progress.update, interval=interval)
+        return follow_execution(
+            sfn,
+            execution_arn,
+            backend,
+            on_status=None if progress is None else (lambda status: progress.update(status, tally.count())),
+            interval=interval,
+        )
     finally:
         if progress:
             progress.stop()

@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 
 from s3wq import __version__
-from s3wq.cli.arguments import locations, non_negative_float, non_negative_int, port, positive_float, positive_int, processor_dir
+from s3wq.cli.arguments import locations, non_negative_float, non_negative_int, port, positive_float, positive_int
 from s3wq.cli.execution import DEFAULT_STACK_NAME
 from s3wq.cli.group_lists import STATUS_EXAMPLES, add_list_arguments
 from s3wq.cli.inspect_commands import cmd_failures, cmd_inspect
+from s3wq.cli.jobs import add_jobs_argument
 from s3wq.cli.local_commands import cmd_local_demo, cmd_local_up
 from s3wq.cli.output import EXIT_BAD_INPUT, WORK_EXIT_CODES
-from s3wq.cli.processor_flags import VLM_EXAMPLE, add_ocr_arguments, add_vlm_arguments
+from s3wq.cli.processor_flags import VLM_EXAMPLE, add_ocr_arguments, add_processor_arguments, add_vlm_arguments
 from s3wq.cli.repair_commands import cmd_release_locks, cmd_requeue_failed, cmd_reset
 from s3wq.cli.run_commands import cmd_populate, cmd_start, cmd_work
 from s3wq.cli.status_commands import cmd_status
+from s3wq.cli.verbose import GLOBAL_VERBOSE_HELP, verbose_help
 from s3wq.config import (
     DEFAULT_BREAKER_GROUPS,
     DEFAULT_GROUP_SIZE,
@@ -22,13 +24,11 @@ from s3wq.config import (
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_INPUT_BYTES,
-    DEFAULT_PROCESSOR,
     DEFAULT_TIME_LIMIT_SECONDS,
     FOREIGN_LOCK_TIMEOUT_SECONDS,
     MAX_RETRY_BACKOFF_SECONDS,
     RETRY_BACKOFF_SECONDS,
 )
-from s3wq.processors import BUILTIN_NAMES
 
 WORKSPACE_HELP = "s3://bucket/prefix, or a local directory"
 FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=FORMATTER,
     )
     parser.add_argument("--version", action="version", version=f"s3wq {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log what the worker does")
+    parser.add_argument("-v", "--verbose", action="store_true", help=GLOBAL_VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_OneLineErrors)
     for add_command in (
         _add_populate,
@@ -78,7 +78,7 @@ def _command(sub, name: str, help_: str, *examples: str) -> argparse.ArgumentPar
     p = sub.add_parser(name, help=help_, description=help_, epilog=epilog, formatter_class=FORMATTER)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     # -v after the command too (SUPPRESS: absent here, the one before the command stands).
-    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log what the worker does")
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help(name))
     return p
 
 
@@ -180,30 +180,20 @@ def _add_work(sub) -> None:
     p = _command(
         sub,
         "work",
-        "Run one worker until the queue is empty or its time budget is spent.",
+        "Run one worker (-j N: N of them) until the queue is empty or its time budget is spent.",
         "s3wq work s3://my-bucket/run1 --processor mypkg.ocr:process_group --time-limit 900",
         VLM_EXAMPLE,
     )
     p.add_argument("workspace", help=WORKSPACE_HELP)
-    p.add_argument("--worker-id", help="name recorded in locks and flags (default: random)")
+    add_jobs_argument(p)
+    p.add_argument("--worker-id", help="name recorded in locks and flags (default: random; with -j, ID-0, ID-1...)")
     p.add_argument(
         "--worker-index", type=non_negative_int, metavar="I", help="this worker's number, 0..N-1, when N start together (spreads them out)"
     )
     p.add_argument("--workers", type=positive_int, metavar="N", help="how many workers start together (with --worker-index)")
     _add_lease_arguments(p)
     _add_attempt_arguments(p)
-    p.add_argument(
-        "--processor",
-        default=DEFAULT_PROCESSOR,
-        help=f"built-in ({', '.join(BUILTIN_NAMES)}) or module:function (default {DEFAULT_PROCESSOR})",
-    )
-    p.add_argument(
-        "--processor-dir",
-        type=processor_dir,
-        metavar="DIR",
-        help="a processor folder (as `cdk deploy -c processorDir=DIR` ships it), first on the import path; "
-        "its requirements.txt is not installed: this venv must hold them (pip install -r DIR/requirements.txt)",
-    )
+    add_processor_arguments(p)
     p.add_argument(
         "--allow-local-inputs",
         action="store_true",

@@ -11,13 +11,32 @@ from __future__ import annotations
 import argparse
 import os
 
+from s3wq.cli.arguments import processor_dir
+from s3wq.config import DEFAULT_PROCESSOR
 from s3wq.errors import BadInput
+from s3wq.processors import BUILTIN_NAMES
 from s3wq.processors.ocr.settings import ENV_LANG, ENV_MODE, BadOcrSetting, OcrMode, OcrSettings
 from s3wq.processors.vlm.settings import ENV_API_KEY, ENV_ENDPOINT, ENV_IN_FLIGHT, ENV_MODEL, BadVlmSetting, VlmSettings
 
 VLM_PROCESSORS = ("vlm", "auto")
 _VLM_FLAGS = {ENV_ENDPOINT: "--vlm-endpoint", ENV_MODEL: "--vlm-model", ENV_IN_FLIGHT: "--vlm-in-flight"}
 VLM_EXAMPLE = "s3wq work s3://my-bucket/run1 --processor vlm --vlm-endpoint http://gpu-box:8000/v1   # a key, if any, in S3WQ_VLM_API_KEY"
+
+
+def add_processor_arguments(p: argparse.ArgumentParser) -> None:
+    """``work``'s processor: a built-in or module:function, and the folder it may come from."""
+    p.add_argument(
+        "--processor",
+        default=DEFAULT_PROCESSOR,
+        help=f"built-in ({', '.join(BUILTIN_NAMES)}) or module:function (default {DEFAULT_PROCESSOR})",
+    )
+    p.add_argument(
+        "--processor-dir",
+        type=processor_dir,
+        metavar="DIR",
+        help="a processor folder (as `cdk deploy -c processorDir=DIR` ships it), first on the import path; "
+        "its requirements.txt is not installed: this venv must hold them (pip install -r DIR/requirements.txt)",
+    )
 
 
 def add_ocr_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,7 +1,8 @@
 """Progress of a run, for ``status --watch``, ``start --wait`` and the local demo.
 
 On a terminal: a rich progress bar with done / failed / locked / pending, the
-rate and an ETA. Elsewhere (a pipe, CI, a log file): one plain line every few
+rate and an ETA, and given the pages done (:mod:`s3wq.ops.pages`), pages per
+second and an ETA in pages. Elsewhere (a pipe, CI, a log file): one plain line every few
 seconds, so the output stays readable when captured.
 """
 
@@ -12,6 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any, Self
 
+from s3wq.ops.pages import PagesDone
 from s3wq.ops.status import QueueStatus
 
 PLAIN_INTERVAL_SECONDS = 2.0
@@ -46,6 +48,7 @@ class RunProgress:
         self.live = (self.stream.isatty() if live is None else live) or console is not None
         self.started = time.monotonic()
         self.finished_at_start: int | None = None
+        self.pages_at_start: int | None = None
         # When the count of finished groups last went up (on the module's clock).
         self._last_finish = self.started
         self._finished_seen: int | None = None
@@ -67,7 +70,7 @@ class RunProgress:
             self._task = self._progress.add_task("groups", total=None, detail="")
             self._progress.start()
 
-    def update(self, status: QueueStatus | Mapping[str, int]) -> None:
+    def update(self, status: QueueStatus | Mapping[str, int], pages: PagesDone | None = None) -> None:
         status = QueueStatus.read(status)
         finished = status.done + status.failed
         if self.finished_at_start is None:
@@ -84,6 +87,10 @@ class RunProgress:
         eta_text = "" if eta is None else f"  ETA {eta:.0f}s"
         ahead = f" ({status.claimed_ahead} claimed ahead)" if status.claimed_ahead else ""
         detail = f"failed {status.failed}  locked {status.locked}{ahead}  pending {status.pending}  {rate:.1f} groups/s{eta_text}"
+        if pages is not None and self.pages_at_start is None:
+            self.pages_at_start = pages.pages
+        if pages is not None and pages.groups:
+            detail += self._pages_detail(pages, status.remaining, elapsed, stalled_now=eta is None and status.remaining > 0)
         if self._progress is not None:
             self._progress.update(self._task, total=status.groups or None, completed=finished, detail=detail)
         else:
@@ -94,6 +101,15 @@ class RunProgress:
                 self._unprinted = None
             else:
                 self._unprinted = line
+
+    def _pages_detail(self, pages: PagesDone, remaining: int, elapsed: float, *, stalled_now: bool) -> str:
+        """Pages done, their rate since watching began, and the ETA in pages: groups remaining x pages per group so far."""
+        rate = (pages.pages - (self.pages_at_start or 0)) / elapsed if elapsed > 0 else 0.0
+        text = f"  pages {pages.pages}  {rate:.1f} pages/s"
+        left = pages.remaining(remaining)
+        if left and rate > 0 and not stalled_now:
+            text += f"  ETA {left / rate:.0f}s by pages (~{left} to go: groups left x pages/group)"
+        return text
 
     def note(self, text: str) -> None:
         """Print ``text`` at once, above the bar (or between the plain lines): news a reader must not miss."""

@@ -6,11 +6,13 @@ import argparse
 import json
 import signal
 import sys
+import time
 import uuid
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from s3wq.cli.execution import concurrency_warning, find_stack, follow_showing_progress, start_execution
+from s3wq.cli.jobs import job_count, run_jobs
 from s3wq.cli.output import EXIT_FAILED, EXIT_OK, EXIT_SERVICE_UNAVAILABLE, emit, printable, with_requests
 from s3wq.cli.processor_flags import set_ocr_settings, set_vlm_settings
 from s3wq.cli.work_ends import stop_advice, time_limit_of, time_limit_shown
@@ -147,7 +149,11 @@ def cmd_work(args: argparse.Namespace) -> int:
     set_ocr_settings(args)
     set_vlm_settings(args)
     settings = _worker_settings(args)
+    count = job_count(args.jobs)
+    if count > 1:  # checked above, once, before any of them starts
+        return run_jobs(args, count)
     position = _position(args)
+    started = time.monotonic()
     backend = open_workspace(args.workspace)
     worker_id = args.worker_id or f"w-{uuid.uuid4().hex[:8]}"
     importable_from_current_directory()
@@ -173,11 +179,14 @@ def cmd_work(args: argparse.Namespace) -> int:
         finally:
             host.close()
     doc = with_requests(backend, {**report.to_dict(), "time_limit": time_limit_shown(settings)})
+    seconds = time.monotonic() - started
+    doc.update(seconds=round(seconds, 2), pages_per_second=round(report.pages / seconds, 2) if seconds > 0 else None)
     emit(
         args,
         doc,
         lambda d: (
             f"{d['worker_id']}: processed {d['processed']}"
+            + (f" ({d['pages']} pages in {d['seconds']:.1f} s, {d['pages_per_second']} pages/s)" if d["pages"] else "")
             + (f" ({_plural(d['input_errors'], 'input error')}: s3wq failures {args.workspace} --inputs)" if d["input_errors"] else "")
             + f", failed {d['failed']}, conflicts {d['conflicts']}"
             + (f" ({CONFLICTS_MEANING})" if d["conflicts"] else "")

@@ -13,6 +13,7 @@ from s3wq.cli.progress import RunProgress
 from s3wq.cli.workspace import open_workspace
 from s3wq.errors import BadInput, NothingIndexed
 from s3wq.index import WorkIndex
+from s3wq.ops.pages import PagesDone, PageTally
 from s3wq.ops.problems import ManifestErrorWatch, manifest_error_keys, manifest_problems, workspace_problems
 from s3wq.ops.status import QueueStatus, queue_status
 from s3wq.wording import plural as _plural
@@ -27,9 +28,25 @@ def _counts_line(status: QueueStatus) -> str:
     return "  ".join(f"{k}={v}" for k, v in counts.items())
 
 
+def pages_line(pages: PagesDone, remaining: int) -> str | None:
+    """Pages done, per group, and the pages left as groups remaining x pages per group so far; None if no group recorded pages."""
+    if not pages.groups:
+        return None
+    about = "about " if pages.estimated else ""
+    line = f"pages: {about}{pages.pages} done, {pages.per_group:.1f} per done group"
+    left = pages.remaining(remaining)
+    if remaining and left is not None:
+        line += f"; about {left} to go ({_plural(remaining, 'group')} remaining x pages per group so far)"
+    if pages.unknown:
+        line += f" ({_plural(pages.unknown, 'done group')} recorded no pages)"
+    return line
+
+
 def _status_text(doc: dict, workspace: str) -> str:
     status = QueueStatus.read(doc)
     lines = [_counts_line(status)]
+    if doc.get("pages"):
+        lines.extend(filter(None, [pages_line(PagesDone.read(doc["pages"]), status.remaining)]))
     if status.unavailable:
         lines.append(
             f"{_plural(status.unavailable, 'group')} handed back unrun, no attempt used: a service the processor needs was unavailable; "
@@ -135,8 +152,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace, backend) -> int:
+    tally = PageTally(backend)
     if not args.watch:
-        doc = {**_counted(backend).as_document(), **workspace_problems(backend)}
+        doc = {**_counted(backend).as_document(), "pages": tally.count().as_document(), **workspace_problems(backend)}
         emit(args, doc, lambda d: _status_text(d, args.workspace))
         return EXIT_OK
     # Manifest errors are shown as they appear: a LIST of manifest_errors/ a
@@ -149,13 +167,16 @@ def _status(args: argparse.Namespace, backend) -> int:
     try:
         while True:
             status = _counted(backend)
+            pages = tally.count()
             appeared = errors.poll()
             if progress:
-                progress.update(status)
+                progress.update(status, pages)
                 for m in appeared:
                     progress.note("\n".join(_manifest_errors_lines(m)))
             else:
-                print(json.dumps({**status.as_document(), **errors.problems()}, ensure_ascii=False), flush=True)
+                print(
+                    json.dumps({**status.as_document(), "pages": pages.as_document(), **errors.problems()}, ensure_ascii=False), flush=True
+                )
             if status.remaining == 0 and status.locked == 0:
                 break
             time.sleep(args.interval)
@@ -163,6 +184,6 @@ def _status(args: argparse.Namespace, backend) -> int:
         if progress:
             progress.stop()
     if not args.json:
-        doc = {**status.as_document(), **workspace_problems(backend)}
+        doc = {**status.as_document(), "pages": pages.as_document(), **workspace_problems(backend)}
         print(printable_lines(_status_text(doc, args.workspace)))
     return EXIT_OK if status.failed == 0 else EXIT_FAILED

@@ -22,6 +22,8 @@ class Returned:
     inputs: tuple[dict[str, str], ...] = ()
     # What the run left running behind it, that had to be killed ("" if nothing): the run is then not done.
     leftovers: str = ""
+    # The pages it reported done (ProcessorContext.pages_done); None if it reported none.
+    pages: int | None = None
 
 
 @dataclass(frozen=True)

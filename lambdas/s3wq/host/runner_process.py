@@ -163,7 +163,7 @@ def runner_main(conn: Connection, processor_spec: str, workspace_uri: str, input
         )
         try:
             processor(group, ctx)
-            end = ProcessorEnd(ctx.input_error_count, tuple(ctx.input_errors))
+            end = ProcessorEnd(ctx.input_error_count, tuple(ctx.input_errors), pages=ctx.pages)
         except Exception as exc:  # noqa: BLE001 -- a processor failure is an attempt, reported to the worker
             traceback = "".join(processor_traceback(exc))[-MAX_TRACEBACK_CHARS:]
             # Its kind crosses to the worker, not only its text: a ServiceUnavailable (or a subclass) hands the group back.

@@ -244,7 +244,7 @@ class InProcessRunner:
     def _call(self, group: Group, ctx: ProcessorContext) -> Returned | Raised:
         try:
             self.processor(group, ctx)
-            return Returned(ctx.input_error_count, tuple(ctx.input_errors))
+            return Returned(ctx.input_error_count, tuple(ctx.input_errors), pages=ctx.pages)
         except Exception as exc:  # noqa: BLE001 -- a processor failure is an attempt, never a crash of the worker
             service = unavailable_service(exc)
             error = one_line_error(exc) if service is None else service

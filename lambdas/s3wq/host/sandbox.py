@@ -280,7 +280,7 @@ class ProcessorHost:
             return Unkillable()
         end = message.end
         if end.error is None:
-            return Returned(end.input_error_count, end.input_errors, leftovers=message.leftovers)
+            return Returned(end.input_error_count, end.input_errors, leftovers=message.leftovers, pages=end.pages)
         return Raised(end.error, end.traceback, end.frame, leftovers=message.leftovers, unavailable=end.unavailable)
 
     def _out_of_memory(self) -> bool | None:

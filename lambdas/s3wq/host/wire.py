@@ -132,6 +132,7 @@ class ProcessorEnd(NamedTuple):
     traceback: str = ""
     frame: ErrorFrame | None = None  # the deepest line of the processor's own code
     unavailable: bool = False  # raised ServiceUnavailable, or a subclass of it: judged by its class in the runner
+    pages: int | None = None  # returned: the pages it reported done (ctx.pages_done), None if it reported none
 
 
 class RunEnded(NamedTuple):

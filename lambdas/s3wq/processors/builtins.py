@@ -120,6 +120,7 @@ def text(group: Group, ctx: ProcessorContext) -> None:
         try:
             if content_type == "application/pdf":
                 record["text"], metadata["pages"], blank = _pdf_text(data)
+                ctx.pages_done(metadata["pages"])
                 if blank:
                     # Not an empty success: status counts it, and the record says why the text is missing.
                     raise ExtractionFailed(no_text_layer(blank, metadata["pages"]))

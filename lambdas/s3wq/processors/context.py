@@ -88,6 +88,8 @@ class ProcessorContext:
     # MAX_INPUT_ERRORS_KEPT are kept, all are counted.
     input_errors: list[dict[str, str]] = field(default_factory=list)
     input_error_count: int = 0
+    # Pages the processor reported done (None: it reports none, as a processor of plain records may not).
+    pages: int | None = None
 
     def __post_init__(self) -> None:
         # The store itself stays the context's own (write_result checks the claim itself); the processor gets the checked view.
@@ -106,6 +108,19 @@ class ProcessorContext:
         self.input_error_count += 1
         if len(self.input_errors) < MAX_INPUT_ERRORS_KEPT:
             self.input_errors.append({"path": path, "error": str(error)[:500]})
+
+    def pages_done(self, n: int = 1) -> None:
+        """Report ``n`` more pages of the group done: the done flag, the worker's report and ``status`` count them.
+
+        Pages are a unit of progress beside groups (a 20-page group is not one
+        step): the built-ins report each page read. Called as the run goes,
+        or once at its end; like an input error, only while the run goes on.
+        """
+        if n < 0:
+            raise ValueError(f"pages_done takes a count of 0 or more, got {n}")
+        if self._run_over:  # the worker has already written the group's pages to its done flag
+            raise LeaseLost(f"the run on group {self.group.hash} has ended: {n} pages not counted")
+        self.pages = (self.pages or 0) + n
 
     def remaining_seconds(self) -> float:
         return max(0.0, self.deadline - time.time())

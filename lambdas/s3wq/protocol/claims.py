@@ -282,7 +282,7 @@ class ClaimProtocol:
         elif not claim.created:
             self.backend.delete(layout.input_errors_key(claim.hash))
 
-    def mark_done(self, claim: Claim, *, input_errors: int = 0) -> bool:
+    def mark_done(self, claim: Claim, *, input_errors: int = 0, pages: int | None = None) -> bool:
         """Write the done flag; False if another completion had written it first.
 
         The flag names the claim's owner, so that our own write whose response
@@ -296,6 +296,7 @@ class ClaimProtocol:
             attempt=claim.attempt,
             input_errors=input_errors,
             processor=self.processor,
+            pages=pages,
         )
 
     def finalize_failed(

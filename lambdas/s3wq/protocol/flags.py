@@ -37,7 +37,15 @@ def finished_by(backend: Backend, hash_: str, owner: str | None) -> bool:
 
 
 def write_done(
-    backend: Backend, hash_: str, *, owner: str, worker_id: str, attempt: int, input_errors: int, processor: str | None = None
+    backend: Backend,
+    hash_: str,
+    *,
+    owner: str,
+    worker_id: str,
+    attempt: int,
+    input_errors: int,
+    processor: str | None = None,
+    pages: int | None = None,
 ) -> bool:
     """Create the done flag; whether it is ours (False: another completion wrote it first).
 
@@ -45,12 +53,17 @@ def write_done(
     ``module:function``): what ``work`` tells a user who asks another
     processor of a workspace already done. None (a worker embedded with a
     callable) writes no such field, as the flags from before it had none.
+    ``pages``: the pages the run reported done, kept so that ``status`` can
+    sum them; a flag without (an older s3wq's, olmocr's, a processor that
+    reports none) reads as a group of unknown pages (:func:`pages_of`).
     """
     doc: dict[str, object] = {"worker_id": worker_id, "attempt": attempt, "owner": owner, "finished_at": now_iso()}
     if input_errors:
         doc["input_errors"] = input_errors
     if processor is not None:
         doc["processor"] = processor
+    if pages is not None:
+        doc["pages"] = pages
     data = json.dumps(doc).encode("utf-8")
     # Three rounds: a flag that exists but cannot be read was deleted
     # meanwhile, or is our own conflicting write not yet applied.
@@ -66,6 +79,14 @@ def done_by(backend: Backend, hash_: str) -> str | None:
         return None
     processor = None if doc is None else doc.get("processor")
     return processor if isinstance(processor, str) else None
+
+
+def pages_of(body: bytes) -> int | None:
+    """The pages a done flag records; None for a flag that records none, or that is not s3wq's JSON (olmocr's is empty)."""
+    doc = load_object(body)
+    pages = None if doc is None else doc.get("pages")
+    # bool is an int to Python, and a flag is anyone's to write: only a count of 0 or more is one.
+    return pages if isinstance(pages, int) and not isinstance(pages, bool) and pages >= 0 else None
 
 
 def write_input_errors(backend: Backend, hash_: str, *, owner: str, attempt: int, inputs: tuple[dict[str, str], ...], count: int) -> None:

@@ -92,12 +92,12 @@ class Finisher:
             # Out at once, one group's records after another's, as early as if written here; joined (its error
             # raised) by the next run's helpers or at the walk's end.
             self._deferred = self._records.submit(self._record_done, group, claim, lease, end, deferred=True).result
-            return GroupEnd.of(GroupOutcome.DONE, claim)
+            return GroupEnd.of(GroupOutcome.DONE, claim, pages=end.pages)
         # A claim made behind this one runs only if the flag names this claim:
         # a taker tells whether it ran by that (see ClaimProtocol.claim).
         if self._record_done(group, claim, lease, end, deferred=False):
-            return GroupEnd.of(GroupOutcome.DONE, claim)
-        return GroupEnd.of(GroupOutcome.ALREADY_FINISHED, claim, heard=GroupOutcome.DONE)
+            return GroupEnd.of(GroupOutcome.DONE, claim, pages=end.pages)
+        return GroupEnd.of(GroupOutcome.ALREADY_FINISHED, claim, heard=GroupOutcome.DONE, pages=end.pages)
 
     def _record_done(self, group: Group, claim: Claim, lease: LeaseState, end: Returned, *, deferred: bool) -> bool:
         """The input errors, the done flag and the release of a run that returned; whether the flag is this claim's."""
@@ -108,10 +108,11 @@ class Finisher:
             self._undo_done()
             return False
         self.protocol.record_input_errors(claim, end.input_errors, end.inputs)
-        ours = self.protocol.mark_done(claim, input_errors=end.input_errors)
-        if ours and end.input_errors:
+        ours = self.protocol.mark_done(claim, input_errors=end.input_errors, pages=end.pages)
+        if ours and (end.input_errors or end.pages):
             with self.report.tally() as report:
                 report.input_errors += end.input_errors
+                report.pages += end.pages or 0
         if not ours and deferred:
             with self.report.tally() as report:  # counted done when the run returned: another completion came first
                 report.processed -= 1

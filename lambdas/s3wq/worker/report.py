@@ -46,6 +46,8 @@ class WorkerReport:
     # and with stopped_reason SERVICE_UNAVAILABLE, its message. (After the fields a report always had, in their order.)
     unavailable: int = 0
     service_error: str | None = None
+    # Pages of the groups done here, as their processor reported them (ctx.pages_done); a processor that reports none adds none.
+    pages: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()  # not a field: no part of the report's dict or of its equality
@@ -118,6 +120,8 @@ class GroupEnd:
     claim: Claim
     heard: GroupOutcome | None
     counted: GroupOutcome | None
+    # A run that returned: the pages its processor reported done (None: none reported, or no run returned).
+    pages: int | None = None
 
     @classmethod
     def of(
@@ -127,6 +131,7 @@ class GroupEnd:
         *,
         heard: GroupOutcome | bool = True,
         counted: GroupOutcome | bool = True,
+        pages: int | None = None,
     ) -> GroupEnd:
         """An end whose ``heard`` and ``counted`` are its outcome unless given (False: none)."""
 
@@ -135,4 +140,4 @@ class GroupEnd:
                 return outcome if given else None
             return given
 
-        return cls(outcome, claim, word(heard), word(counted))
+        return cls(outcome, claim, word(heard), word(counted), pages)

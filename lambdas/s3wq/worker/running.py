@@ -19,6 +19,7 @@ from s3wq.protocol import clock
 from s3wq.protocol.claims import Claim, ClaimProtocol
 from s3wq.protocol.lease import LeaseKeeper
 from s3wq.protocol.time_rules import enough_time
+from s3wq.wording import plural
 from s3wq.worker.ahead import ClaimAhead, ClaimTiming
 from s3wq.worker.breaker import Breaker, Failure, failure_of
 from s3wq.worker.budget import Budget
@@ -78,7 +79,11 @@ class GroupRunner:
         if end.counted is not None:
             self.report.count(end.counted)
         if end.heard is not None:
-            self.observer.group_finished(group, end.claim, end.heard, clock.now() - started)
+            seconds = clock.now() - started
+            # What `-v` shows of each group: how it ended, its pages, its time.
+            pages = "" if end.pages is None else f", {plural(end.pages, 'page')}"
+            log.info("group %s %s%s in %.1f s", group.hash, end.heard, pages, seconds)
+            self.observer.group_finished(group, end.claim, end.heard, seconds)
         return end.outcome
 
     def _run_to_end(self, group: Group, claim: Claim, ahead: ClaimAhead | None, claimed_with: float | None) -> GroupEnd:

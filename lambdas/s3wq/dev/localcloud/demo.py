@@ -25,6 +25,7 @@ from s3wq.dev.localcloud.cloud import LocalCloud
 from s3wq.dev.localcloud.demo_inputs import OCR_PROCESSORS, Results, manifest_sources, upload_samples
 from s3wq.host.stopping import STOP_SIGNALS
 from s3wq.ops.executions import follow_execution
+from s3wq.ops.pages import PageTally
 from s3wq.ops.status import QueueStatus
 from s3wq.store import open_backend
 from s3wq.wording import plural
@@ -167,6 +168,7 @@ def _demo(
         # A small workspace: poll often, so the run time measured is the run's.
         description, status = follow(sfn, execution_arn, backend, interval=0.25)
         run_seconds = time.monotonic() - run_started
+        pages = PageTally(backend).count()
         result_keys = list(backend.list_keys("results/"))
         results = Results.read(backend, result_keys)
         worker_invocations = _count_invocations(cloud, "Worker")
@@ -180,6 +182,9 @@ def _demo(
         "worker_invocations": worker_invocations,
         "run_seconds": round(run_seconds, 2),
         "groups_per_second": round(status.done / run_seconds, 2) if run_seconds else None,
+        # The pages the done flags record (each processor reports its own): text counts a PDF's pages, a text file none.
+        "pages": pages.as_document(),
+        "pages_per_second": round(pages.pages / run_seconds, 2) if run_seconds else None,
         "total_seconds": round(time.monotonic() - started, 2),
         "results": len(result_keys),
         "results_prefix": f"{stack.workspace}/results/",
@@ -222,6 +227,7 @@ def _print_summary(summary: dict, ok: bool) -> None:
         ("done / failed / remaining", f"{status.done} / {status.failed} / {status.remaining}"),
         ("rounds", str(summary["execution_output"].get("rounds", "?"))),
         ("workers (Map items) / invocations", f"{summary['workers']} / {summary['worker_invocations']}"),
+        ("pages done", f"{summary['pages']['pages']} ({summary['pages_per_second']} pages/s)"),
         ("run time", f"{summary['run_seconds']:.1f} s ({summary['groups_per_second']} groups/s); {summary['total_seconds']:.1f} s in all"),
         ("results", f"{plural(summary['results'], 'object')} under {summary['results_prefix']}"),
     ]:

@@ -87,8 +87,8 @@ def prepare(name: str = "ocr") -> None:
         decoder.start()  # and ended: a process left running now would be the host's, not a run's, and never ended
 
 
-def _read_pages(decoder: Decoder, reading: Reading, shares: TimeShares, share: Share) -> None:
-    """The open input's pages, up to the page cap, while ``share`` holds another page."""
+def _read_pages(decoder: Decoder, reading: Reading, shares: TimeShares, share: Share, ctx: ProcessorContext) -> None:
+    """The open input's pages, up to the page cap, while ``share`` holds another page; each page read counted done (``ctx``)."""
     count, settings = reading.count, decoder.settings
     reader = PageReader(decoder, settings)
     for index in range(min(count, settings.max_pages)):
@@ -102,12 +102,15 @@ def _read_pages(decoder: Decoder, reading: Reading, shares: TimeShares, share: S
             reading.stop = stopped(index, count, share, decoding=index + 1)
             return
         reading.add(read, started)
+        ctx.pages_done(1)
         shares.page_took(time.perf_counter() - started)
     if count > settings.max_pages:
         reading.problems.append(f"{count} pages, more than {ENV_MAX_PAGES}={settings.max_pages}: the first {settings.max_pages} read")
 
 
-def read_document(data: bytes, content_type: str, reading: Reading, decoder: Decoder, shares: TimeShares, share: Share) -> None:
+def read_document(
+    data: bytes, content_type: str, reading: Reading, decoder: Decoder, shares: TimeShares, share: Share, ctx: ProcessorContext
+) -> None:
     """Fill ``reading`` from one PDF or image within ``share``. Raise ExtractionFailed for one that cannot be read."""
     if content_type == "application/pdf":
         kind = "pdf"
@@ -124,7 +127,7 @@ def read_document(data: bytes, content_type: str, reading: Reading, decoder: Dec
     except OutOfTime:
         reading.stop = not_opened(share)
         return
-    _read_pages(decoder, reading, shares, share)
+    _read_pages(decoder, reading, shares, share, ctx)
 
 
 def _record(group: Group, position: int, ctx: ProcessorContext, decoder: Decoder, shares: TimeShares) -> dict[str, Any]:
@@ -142,7 +145,7 @@ def _record(group: Group, position: int, ctx: ProcessorContext, decoder: Decoder
     content_type = sniffed_image_type(data) or content_type_of(path, data)
     reading = Reading()
     try:
-        read_document(data, content_type, reading, decoder, shares, share)
+        read_document(data, content_type, reading, decoder, shares, share, ctx)
         error = reading.error()
     except ExtractionFailed as exc:
         # Why it stopped, then what the pages before it gave.

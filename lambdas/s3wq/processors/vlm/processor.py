@@ -192,6 +192,7 @@ class _Run:
             doc.settle(fallback)
             if fallback and any(slot.wants_fallback() for slot in doc.slots):
                 reread_with_cpu(self.ctx, self.decoder, self.kit.ocr, doc, self.until + _RESERVE_SECONDS / 2)
+            self.ctx.pages_done(len(doc.slots))  # its pages settled: each read by the model, the CPU path, or found blank
         processor = processor_account(self.name, self.kit.settings)
         today = datetime.date.today()
         records = [doc.record(self.group.hash, processor, today) for doc in docs]
