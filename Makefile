@@ -78,4 +78,4 @@ test-localstack: $(STAMP) $(LOCALSTACK_STAMP)
 		$(BIN)/python -m pytest $(LOCALSTACK_TESTS) -k "not local"
 
 clean:
-	rm -rf $(VENV) $(LOCALSTACK_VENV) .venv-ocr node_modules cdk.out .pytest_cache .hypothesis .mypy_cache .coverage
+	rm -rf $(VENV) $(LOCALSTACK_VENV) .venv-ocr .export-deps node_modules cdk.out .pytest_cache .hypothesis .mypy_cache .coverage

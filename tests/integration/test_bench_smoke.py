@@ -64,6 +64,7 @@ def contention_json(tmp_path_factory) -> Path:
         "host_overhead.py",
         "doc_quality.py",
         "doc_corpus.py",
+        "export.py",
     ],
 )
 def test_every_benchmark_has_help_with_an_example(script):

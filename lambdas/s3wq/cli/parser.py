@@ -7,6 +7,7 @@ import argparse
 from s3wq import __version__
 from s3wq.cli.arguments import locations, non_negative_float, non_negative_int, port, positive_float, positive_int
 from s3wq.cli.execution import DEFAULT_STACK_NAME
+from s3wq.cli.export_command import add_export
 from s3wq.cli.group_lists import STATUS_EXAMPLES, add_list_arguments
 from s3wq.cli.inspect_commands import cmd_failures, cmd_inspect
 from s3wq.cli.jobs import add_jobs_argument
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_start,
         _add_failures,
         _add_inspect,
+        lambda sub: add_export(sub, _command),
         _add_work,
         _add_requeue_failed,
         _add_reset,
