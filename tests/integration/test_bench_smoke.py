@@ -65,6 +65,7 @@ def contention_json(tmp_path_factory) -> Path:
         "doc_quality.py",
         "doc_corpus.py",
         "export.py",
+        "vlm.py",
     ],
 )
 def test_every_benchmark_has_help_with_an_example(script):

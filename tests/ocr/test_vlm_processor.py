@@ -144,3 +144,28 @@ def test_many_pages_in_flight_stay_under_the_cap_in_bounded_memory(ocr_python, t
     assert 2 <= peak <= 8  # the pages were spread over the slots, never more than the setting
     # 40 pages of 1,288 pixels and their bodies would be ~40 MB held at once; eight in flight hold a fifth of it.
     assert out["peak_rss_mb"] - out["loaded_rss_mb"] < 150
+
+
+def test_the_vlm_benchmark_runs_at_a_tiny_size_and_prints_its_json(ocr_python):
+    import json
+    import subprocess
+
+    from .conftest import REPO_ROOT, ocr_env
+
+    tiny = ["--latency", "0.2", "--in-flight", "1,4", "--pages", "4", "--corpus-size", "none"]
+    done = subprocess.run(
+        [str(ocr_python), str(REPO_ROOT / "bench" / "vlm.py"), *tiny],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=ocr_env(),
+        cwd=REPO_ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert [row["in_flight"] for row in result["throughput"]] == [1, 4]
+    assert all(row["pages"] == 4 and row["pages_per_s"] > 0 for row in result["throughput"])
+    assert result["throughput"][0]["peak_in_flight_seen_by_endpoint"] == 1
+    assert 1 <= result["throughput"][1]["peak_in_flight_seen_by_endpoint"] <= 4
+    cost = result["cost_per_million_pages"]
+    assert cost["vlm"]["model_usd"] == 176.0 and cost["vlm"]["usd"] > 176.0 and cost["assumptions"]

@@ -67,7 +67,11 @@ PROCESSOR_PROFILES: dict[str, ProcessorProfile] = {
     # and the answer). vlm runs 4 workers x 16 in flight per model instance, which keeps it full (vLLM queues the few
     # beyond, well inside S3WQ_VLM_REQUEST_TIMEOUT); an auto worker reads ~0.4 pages/s on its core and sends the model perhaps
     # 1 in 10 of them, so 16 auto workers load one instance less than 4 vlm workers do.
-    # TODO(#30): measured figures (pages/s per worker and per instance, peak RSS with 16 in flight, the fallback's share).
+    # Measured against the stand-in (bench/vlm.py, 2 s a page, 48 pages; docs/performance.md): 0.43 pages/s with one page in
+    # flight, 2.9 with 16 and 4.8 with 32, a worker's peak RSS 245 MB with them (the engine not loaded: no fallback), and
+    # ~0.13 core-seconds a page of its own (the render and the PNG), which bounds one worker near 7 pages/s whatever the model.
+    # auto escalated 62 % of the pages of #29's corpus, which has a table on most pages (40 of 65); a corpus of plain text
+    # layers and clean scans escalates few.
     "vlm": ProcessorProfile(
         extra="vlm",
         requirements_file="requirements-ocr.txt",
