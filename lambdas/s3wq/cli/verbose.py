@@ -10,6 +10,7 @@ VERBOSE_HELP = {
     "status": f"log {_CLIENT} while the flags are listed and counted",
     "start": "log the AWS clients' messages (CloudFormation, Step Functions, S3: credentials found, requests retried)",
     "failures": "show each failed group's whole traceback, not only its last lines",
+    "export": "log each result object as it is read, and the bad lines skipped",
     "inspect": f"log {_CLIENT} while the group's records are read",
     "work": "log each group's end (done, failed, handed back: with its pages and seconds), the traceback of each attempt "
     "that raised, and the processor's own INFO logs; with -j, every worker's, marked with its id",
