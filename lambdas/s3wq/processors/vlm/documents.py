@@ -15,6 +15,7 @@ import datetime
 import hashlib
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from s3wq.processors.builtins import pages_named
@@ -23,8 +24,8 @@ from s3wq.processors.vlm.asking import Asked
 from s3wq.processors.vlm.dolma import DolmaPage, dolma_document
 
 
-class PageRoute:
-    """The ``route`` of a page in a vlm or auto record, beside ocr's own (text_layer, text_layer+ocr, ocr, blank)."""
+class PageRoute(StrEnum):
+    """The ``route`` of a page in a vlm or auto record, beside ocr's own (routing.Route: text_layer, ocr, blank...)."""
 
     VLM = "vlm"
 

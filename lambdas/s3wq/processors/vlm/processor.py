@@ -31,6 +31,7 @@ from s3wq.processors.ocr import processor as ocr_processor
 from s3wq.processors.ocr.decoding import IMAGE_TYPES, BlankPage, Decoder, OutOfTime, sniffed_image_type
 from s3wq.processors.ocr.settings import OcrSettings
 from s3wq.processors.ocr.settings import current_settings as ocr_settings
+from s3wq.processors.ocr.time_shares import TimeShares
 from s3wq.processors.vlm.account import RunAccount, processor_account
 from s3wq.processors.vlm.asking import Asked, PageAsker
 from s3wq.processors.vlm.budget import ModelBudget
@@ -107,7 +108,7 @@ class _Run:
         self.kit = _kit()
         remaining = ctx.remaining_seconds()
         self.until = time.monotonic() + remaining - min(_RESERVE_SECONDS, _RESERVE_SHARE * remaining)
-        self.shares = ocr_processor.TimeShares(remaining, len(group.paths))
+        self.shares = TimeShares(remaining, len(group.paths))
         self.account = RunAccount(name, self.kit.settings)
 
     def read_input(self, position: int) -> Document:

@@ -167,28 +167,25 @@ def _whole(environ: Mapping[str, str], name: str, default: int) -> int:
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    return _real(environ, name, default, (1.0, 900.0), "a number of seconds", "seconds")
+
+
+def _price(environ: Mapping[str, str], name: str) -> float:
+    return _real(environ, name, 0.0, (0.0, 1000.0), "a price (dollars per million tokens)", "dollars per million tokens")
+
+
+def _real(environ: Mapping[str, str], name: str, default: float, bounds: tuple[float, float], what: str, unit: str) -> float:
+    """A number ``name`` holds within ``bounds``; the default when it is unset."""
     raw = environ.get(name, "").strip()
     if not raw:
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise BadVlmSetting(f"{name}={raw!r} is not a number of seconds") from None
-    if not 1.0 <= value <= 900.0:
-        raise BadVlmSetting(f"{name}={value:g} is out of range (1 to 900 seconds)")
-    return value
-
-
-def _price(environ: Mapping[str, str], name: str) -> float:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return 0.0
-    try:
-        value = float(raw)
-    except ValueError:
-        raise BadVlmSetting(f"{name}={raw!r} is not a price (dollars per million tokens)") from None
-    if not 0.0 <= value <= 1000.0:
-        raise BadVlmSetting(f"{name}={value:g} is out of range (0 to 1000 dollars per million tokens)")
+        raise BadVlmSetting(f"{name}={raw!r} is not {what}") from None
+    low, high = bounds
+    if not low <= value <= high:
+        raise BadVlmSetting(f"{name}={value:g} is out of range ({low:g} to {high:g} {unit})")
     return value
 
 
