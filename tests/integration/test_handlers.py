@@ -532,7 +532,8 @@ def test_a_count_publishes_the_workspaces_backlog_and_planning_the_map_publishes
     [directive] = blob["_aws"]["CloudWatchMetrics"]
     assert directive["Namespace"] == "s3wq" and [sorted(dimensions) for dimensions in directive["Dimensions"]] == [["service", "workspace"]]
     assert [metric["Name"] for metric in directive["Metrics"]] == [BACKLOG_METRIC]
-    assert (blob[BACKLOG_METRIC], blob[WORKSPACE_DIMENSION], blob["service"]) == (3, f"s3://{bucket}/ws", "s3wq")
+    # EMF carries a metric's values as a list: one count, one value.
+    assert (blob[BACKLOG_METRIC], blob[WORKSPACE_DIMENSION], blob["service"]) == ([3.0], f"s3://{bucket}/ws", "s3wq")
 
 
 @pytest.mark.parametrize("workers", [1, 1500, 10_000])
